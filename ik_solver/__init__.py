@@ -1,0 +1,17 @@
+"""ik_solver: Jacobian inverse kinematics for serial arms described in URDF.
+
+    from ik_solver import load_chain, IKSolver
+    chain = load_chain('arm.urdf', 'base_link', 'tool0')
+    result = IKSolver(chain).solve(target_4x4, seed)
+
+The numerical core (chain, kinematics, methods, nullspace, solver,
+trajectory) imports no ROS; ``node`` and ``sim_arm`` add rclpy on top.
+"""
+from .chain import Chain, load_chain
+from .exceptions import ModelError
+from .nullspace import NullspaceGoals
+from .solver import IKResult, IKSolver, SolverOptions
+from .methods import METHOD_NAMES
+
+__all__ = ['Chain', 'load_chain', 'ModelError', 'NullspaceGoals', 'IKResult', 'IKSolver', 'SolverOptions',
+           'METHOD_NAMES']

@@ -1,0 +1,181 @@
+"""Jacobian step methods: each solves J dq = e for one iteration.
+
+Every method is a small function of (J, e, parameters) -> dq, compiled by
+numba so the solve loop can call it without leaving machine code; each is also
+callable from Python with numpy arrays.  J and e arrive already multiplied by
+the square root of the task weights, so masks need no special case.
+
+With the SVD J = sum_i sigma_i u_i v_i^T, the methods differ only in the gain
+they give each singular direction:
+
+=============  ==========================  ===================================
+method         gain on u_i^T e             behaviour
+=============  ==========================  ===================================
+transpose      alpha * sigma_i             gradient descent; bounded, slow
+pinv           1 / sigma_i                 exact for full rank; explodes as
+                                           sigma -> 0 (0.1 / 0.05 = 2 rad)
+dls            sigma / (sigma^2 + l^2)     bounded by 1 / (2 l)
+adaptive_dls   as dls, l = 0 far from      exact away from singularities,
+               singularities               damped near them
+lm (default)   sigma / (sigma^2 + E + wb)  damping shrinks with the error
+=============  ==========================  ===================================
+"""
+import numpy as np
+from numba import njit
+
+TRANSPOSE = 0
+PINV = 1
+DLS = 2
+ADAPTIVE_DLS = 3
+LM = 4
+
+#: Method names accepted by the solver, in the order of their ids.
+METHOD_NAMES = ('transpose', 'pinv', 'dls', 'adaptive_dls', 'lm')
+
+
+def method_id(name):
+    """Id of a method name; ValueError lists the valid names."""
+    try:
+        return METHOD_NAMES.index(name)
+    except ValueError:
+        raise ValueError(f"unknown IK method '{name}'; choose one of {', '.join(METHOD_NAMES)}") from None
+
+
+@njit(cache=True)
+def solve_spd(A, b):
+    """Solve A x = b for a symmetric positive definite A by Cholesky (small n, no LAPACK call)."""
+    n = A.shape[0]
+    L = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            if i == j:
+                L[i, i] = np.sqrt(max(s, 1e-300))
+            else:
+                L[i, j] = s / L[j, j]
+    y = np.empty(n)
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * y[k]
+        y[i] = s / L[i, i]
+    x = np.empty(n)
+    for i in range(n - 1, -1, -1):
+        s = y[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+    return x
+
+
+@njit(cache=True)
+def transpose_step(J, e, alpha):
+    """dq = alpha J^T e, gradient descent on 1/2 |e|^2.
+
+    alpha <= 0 selects Buss's step alpha = <e, J J^T e> / <J J^T e, J J^T e>,
+    the exact line minimum along J^T e for a linear model.
+    """
+    g = J.T @ e
+    if alpha <= 0.0:
+        JJte = J @ g
+        denom = JJte @ JJte
+        alpha = (e @ JJte) / denom if denom > 1e-300 else 0.0
+    return alpha * g
+
+
+@njit(cache=True)
+def pinv_step(J, e, cutoff):
+    """dq = J^+ e by SVD; singular values below ``cutoff`` are treated as zero."""
+    U, s, Vt = np.linalg.svd(J, full_matrices=False)
+    dq = np.zeros(J.shape[1])
+    for i in range(s.shape[0]):
+        if s[i] > cutoff:
+            dq += (U[:, i] @ e) / s[i] * Vt[i]
+    return dq
+
+
+@njit(cache=True)
+def dls_step(J, e, damping):
+    """dq = J^T (J J^T + lambda^2 I)^-1 e, damped least squares (Levenberg-Marquardt, fixed lambda)."""
+    A = J @ J.T
+    for i in range(A.shape[0]):
+        A[i, i] += damping * damping
+    return J.T @ solve_spd(A, e)
+
+
+@njit(cache=True)
+def adaptive_damping(sigma_min, damping_max, epsilon):
+    """KDL's rule (ChainIkSolverVel_wdls): lambda^2 = lambda_max^2 (1 - (sigma_min/eps)^2) below eps, else 0."""
+    if sigma_min >= epsilon:
+        return 0.0
+    r = sigma_min / epsilon
+    return damping_max * np.sqrt(1.0 - r * r)
+
+
+@njit(cache=True)
+def adaptive_dls_step(J, e, damping_max, epsilon):
+    """DLS whose lambda grows only as the smallest singular value drops below epsilon."""
+    U, s, Vt = np.linalg.svd(J, full_matrices=False)
+    lam = adaptive_damping(s[-1], damping_max, epsilon)
+    dq = np.zeros(J.shape[1])
+    for i in range(s.shape[0]):
+        d = s[i] * s[i] + lam * lam
+        if d > 1e-24:
+            dq += s[i] / d * (U[:, i] @ e) * Vt[i]
+    return dq
+
+
+@njit(cache=True)
+def lm_step(J, e, w_bias):
+    """Sugihara's Levenberg-Marquardt: dq = (J^T J + (E + w_bias) I)^-1 J^T e, E = 1/2 |e|^2.
+
+    The damping is large far from the goal (robust, gradient-like steps) and
+    falls to ``w_bias`` near it (Gauss-Newton convergence), with no tuning per robot.
+    """
+    m, n = J.shape
+    E = 0.0
+    for r in range(m):
+        E += 0.5 * e[r] * e[r]
+    A = np.empty((n, n))
+    g = np.zeros(n)
+    for i in range(n):
+        for j in range(i + 1):
+            s = 0.0
+            for r in range(m):
+                s += J[r, i] * J[r, j]
+            A[i, j] = s
+            A[j, i] = s
+        A[i, i] += E + w_bias
+        for r in range(m):
+            g[i] += J[r, i] * e[r]
+    return solve_spd(A, g)
+
+
+@njit(cache=True)
+def step(method, J, e, fp):
+    """Dispatch to a method; fp is the solver's float parameter vector (see solver.FP_*)."""
+    if method == TRANSPOSE:
+        return transpose_step(J, e, fp[0])
+    if method == PINV:
+        return pinv_step(J, e, fp[4])
+    if method == DLS:
+        return dls_step(J, e, fp[1])
+    if method == ADAPTIVE_DLS:
+        return adaptive_dls_step(J, e, fp[2], fp[3])
+    return lm_step(J, e, fp[5])
+
+
+@njit(cache=True)
+def nullspace_projector(J, cutoff):
+    """N = I - J^+ J: joint motions that leave the task unchanged (to first order)."""
+    n = J.shape[1]
+    _, s, Vt = np.linalg.svd(J, full_matrices=True)
+    N = np.eye(n)
+    for i in range(s.shape[0]):
+        if s[i] > cutoff:
+            for r in range(n):
+                for c in range(n):
+                    N[r, c] -= Vt[i, r] * Vt[i, c]
+    return N

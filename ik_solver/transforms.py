@@ -1,0 +1,134 @@
+"""Rotations and poses in plain numpy, with the input checks IK callers need.
+
+Quaternions are (x, y, z, w), as geometry_msgs/Quaternion orders them.
+"""
+import numpy as np
+from numba import njit
+
+ORTHONORMAL_TOL = 1e-6
+
+
+def quaternion_to_matrix(q):
+    """Rotation matrix of a quaternion (x, y, z, w); a non-unit one is normalised.
+
+    A zero or non-finite quaternion has no rotation, so it raises ValueError
+    rather than silently meaning identity.
+    """
+    q = np.asarray(q, dtype=float)
+    if q.shape != (4,):
+        raise ValueError(f'quaternion must have 4 elements (x, y, z, w), got shape {q.shape}')
+    if not np.all(np.isfinite(q)):
+        raise ValueError(f'quaternion contains NaN or inf: {q.tolist()}')
+    norm = np.linalg.norm(q)
+    if norm < 1e-9:
+        raise ValueError('zero quaternion: it does not describe a rotation')
+    x, y, z, w = q / norm
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def matrix_to_quaternion(R):
+    """Unit quaternion (x, y, z, w) with w >= 0 of a rotation matrix (Shepperd's method)."""
+    R = np.asarray(R, dtype=float)
+    tr = np.trace(R)
+    if tr > 0:
+        s = 2.0 * np.sqrt(tr + 1.0)
+        q = [(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s]
+    elif R[0, 0] > R[1, 1] and R[0, 0] > R[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2])
+        q = [0.25 * s, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s, (R[2, 1] - R[1, 2]) / s]
+    elif R[1, 1] > R[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2])
+        q = [(R[0, 1] + R[1, 0]) / s, 0.25 * s, (R[1, 2] + R[2, 1]) / s, (R[0, 2] - R[2, 0]) / s]
+    else:
+        s = 2.0 * np.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1])
+        q = [(R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, 0.25 * s, (R[1, 0] - R[0, 1]) / s]
+    q = np.array(q)
+    q /= np.linalg.norm(q)
+    return q if q[3] >= 0 else -q
+
+
+def rpy_to_matrix(rpy):
+    """URDF's fixed-axis roll-pitch-yaw: R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    r, p, y = rpy
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
+
+
+def rotation_vector(R):
+    """Axis-angle vector of R (the matrix logarithm), accurate near 0 and pi."""
+    R = np.asarray(R, dtype=float)
+    cos = np.clip((np.trace(R) - 1.0) / 2.0, -1.0, 1.0)
+    angle = np.arccos(cos)
+    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    if angle < 1e-6:
+        return 0.5 * w
+    if np.pi - angle < 1e-4:
+        # sin(angle) ~ 0: take the axis from the diagonal of R + I.
+        k = int(np.argmax(np.diag(R)))
+        axis = (R[:, k] + np.eye(3)[:, k]) / np.sqrt(2.0 * (1.0 + R[k, k]))
+        if axis @ w < 0:
+            axis = -axis
+        return angle * axis
+    return angle / (2.0 * np.sin(angle)) * w
+
+
+@njit(cache=True)
+def _rotation_defect(R):
+    """0 if R is a finite proper rotation, else 1 (non-finite), 2 (not orthonormal), 3 (det -1)."""
+    for r in range(3):
+        for c in range(3):
+            if not np.isfinite(R[r, c]):
+                return 1
+    for r in range(3):
+        for c in range(3):
+            dot = R[r, 0] * R[c, 0] + R[r, 1] * R[c, 1] + R[r, 2] * R[c, 2]
+            if abs(dot - (1.0 if r == c else 0.0)) > ORTHONORMAL_TOL:
+                return 2
+    det = (R[0, 0] * (R[1, 1] * R[2, 2] - R[1, 2] * R[2, 1]) - R[0, 1] * (R[1, 0] * R[2, 2] - R[1, 2] * R[2, 0])
+           + R[0, 2] * (R[1, 0] * R[2, 1] - R[1, 1] * R[2, 0]))
+    return 3 if det < 0 else 0
+
+
+_ROTATION_DEFECTS = {1: 'contains NaN or inf', 2: 'is not orthonormal', 3: 'is a reflection (det -1)'}
+
+
+def check_rotation(R, what='rotation'):
+    """Raise ValueError unless R is a finite proper orthonormal 3x3 matrix."""
+    R = np.asarray(R, dtype=float)
+    if R.shape != (3, 3):
+        raise ValueError(f'{what} must be 3x3, got shape {R.shape}')
+    defect = _rotation_defect(R)
+    if defect:
+        raise ValueError(f'{what} {_ROTATION_DEFECTS[defect]}')
+    return R
+
+
+def check_pose(T, what='target pose'):
+    """Validate a 4x4 homogeneous transform: finite, orthonormal rotation, last row 0 0 0 1."""
+    T = np.asarray(T, dtype=float)
+    if T.shape != (4, 4):
+        raise ValueError(f'{what} must be a 4x4 transform, got shape {T.shape}')
+    if not np.isfinite(T[:3, 3]).all():
+        raise ValueError(f'{what} position contains NaN or inf')
+    if T[3, 0] != 0 or T[3, 1] != 0 or T[3, 2] != 0 or T[3, 3] != 1:
+        raise ValueError(f'{what} last row must be [0, 0, 0, 1]')
+    check_rotation(T[:3, :3], f'{what} rotation')
+    return T
+
+
+def make_pose(position, rotation=None):
+    """4x4 homogeneous transform from a position and a rotation matrix or quaternion (x, y, z, w)."""
+    T = np.eye(4)
+    T[:3, 3] = position
+    if rotation is not None:
+        rotation = np.asarray(rotation, dtype=float)
+        T[:3, :3] = quaternion_to_matrix(rotation) if rotation.shape == (4,) else rotation
+    return T

@@ -1,0 +1,34 @@
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = 'ik_solver'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+        ('share/' + package_name + '/launch', glob('launch/*.launch.py')),
+        ('share/' + package_name + '/config', glob('config/*.yaml')),
+        ('share/' + package_name + '/urdf', glob('urdf/*.urdf') + glob('urdf/*.xacro')),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='ik_solver developers',
+    maintainer_email='ik-solver@example.com',
+    description='Jacobian inverse kinematics node, solve service and simulated arm for ROS 2.',
+    license='Apache-2.0',
+    tests_require=['pytest'],
+    entry_points={
+        'console_scripts': [
+            'ik_solver_node = ik_solver.node:main',
+            'sim_arm_node = ik_solver.sim_arm:main',
+            'ik_demo = ik_solver.demo:main',
+            'ik_bench = ik_solver.bench:main',
+            'ik_compare_methods = ik_solver.compare_methods:main',
+        ],
+    },
+)

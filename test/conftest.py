@@ -1,0 +1,92 @@
+"""Shared fixtures: the bundled arms, robots from example-robot-data, and small test URDFs."""
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+from ik_solver.chain import load_chain
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+URDF_DIR = ROOT / 'urdf'
+
+
+def example_robot(relative):
+    """Path of a URDF shipped by the PyPI package example-robot-data; skip if absent."""
+    try:
+        import cmeel
+        prefix = pathlib.Path(cmeel.__file__).parent
+    except ImportError:
+        prefix = None
+    candidates = [pathlib.Path(p) for p in os.environ.get('CMEEL_PREFIX', '').split(':') if p]
+    import site
+    candidates += [pathlib.Path(p) / 'cmeel.prefix' for p in site.getsitepackages()]
+    if prefix is not None:
+        candidates.append(prefix.parent / 'cmeel.prefix')
+    for base in candidates:
+        path = base / 'share' / 'example-robot-data' / 'robots' / relative
+        if path.is_file():
+            return str(path)
+    pytest.skip(f'example-robot-data not installed ({relative})')
+
+
+@pytest.fixture(scope='session')
+def ik7():
+    return load_chain(str(URDF_DIR / 'ik7.urdf.xacro'), 'base_link', 'tool0')
+
+
+@pytest.fixture(scope='session')
+def ik6():
+    return load_chain(str(URDF_DIR / 'ik6.urdf.xacro'), 'base_link', 'tool0')
+
+
+@pytest.fixture(scope='session')
+def planar3():
+    return load_chain(str(URDF_DIR / 'planar3.urdf'), 'base_link', 'tool0')
+
+
+@pytest.fixture(scope='session')
+def panda():
+    return load_chain(example_robot('panda_description/urdf/panda.urdf'), 'panda_link0', 'panda_hand_tcp')
+
+
+@pytest.fixture(scope='session')
+def ur5():
+    return load_chain(example_robot('ur_description/urdf/ur5_robot.urdf'), 'base_link', 'tool0')
+
+
+#: A chain with every joint kind: revolute, fixed, prismatic, continuous and a mimic joint.
+MIXED_URDF = """<?xml version="1.0"?>
+<robot name="mixed">
+  <link name="base"/><link name="l1"/><link name="l2"/><link name="l3"/><link name="l4"/>
+  <link name="l5"/><link name="tip"/>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/>
+    <origin xyz="0 0 0.3" rpy="0 0 0.2"/><axis xyz="0 0 1"/>
+    <limit lower="-2" upper="2" velocity="1.5" effort="10"/></joint>
+  <joint name="f1" type="fixed"><parent link="l1"/><child link="l2"/>
+    <origin xyz="0.1 0.02 0.1" rpy="0.3 -0.2 0.1"/></joint>
+  <joint name="p1" type="prismatic"><parent link="l2"/><child link="l3"/>
+    <origin xyz="0 0 0.05"/><axis xyz="1 0 0"/>
+    <limit lower="-0.1" upper="0.3" velocity="0.5" effort="10"/></joint>
+  <joint name="c1" type="continuous"><parent link="l3"/><child link="l4"/>
+    <origin xyz="0.2 0 0" rpy="0 0.4 0"/><axis xyz="0 1 0"/>
+    <limit velocity="2" effort="10"/></joint>
+  <joint name="m1" type="revolute"><parent link="l4"/><child link="l5"/>
+    <origin xyz="0.15 0 0.05"/><axis xyz="0 0.6 0.8"/>
+    <limit lower="-3" upper="3" velocity="2" effort="10"/>
+    <mimic joint="j1" multiplier="-0.5" offset="0.1"/></joint>
+  <joint name="r2" type="revolute"><parent link="l5"/><child link="tip"/>
+    <origin xyz="0.1 0 0"/><axis xyz="1 0 0"/>
+    <limit lower="-1.5" upper="1.5" velocity="2" effort="10"/></joint>
+</robot>
+"""
+
+
+@pytest.fixture(scope='session')
+def mixed():
+    return load_chain(MIXED_URDF, 'base', 'tip')
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
