@@ -1,0 +1,206 @@
+"""The end-to-end demo: a simulated arm really goes where it is told.
+
+Starts the MuJoCo arm (sim_arm_node) and ik_solver_node as processes,
+sends a set of targets (easy reaches, a stretched near-singular pose, a
+target near the joint limits, an unreachable one) and streams a circle at
+100 Hz, then prints what the simulator measured and writes a figure.
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+import rclpy
+
+from .chain import load_chain
+from .launcher import NodeProcess, node_args
+from .observer import ArmObserver
+from .resources import arm_files
+from .solver import sigma_min
+from .transforms import make_pose, rotation_vector
+
+DOWN = [1.0, 0.0, 0.0, 0.0]  # tool z pointing down (180 deg about x)
+FORWARD = [0.0, 0.7071067811865476, 0.0, 0.7071067811865476]  # tool z along +x
+
+
+def demo_targets(chain):
+    """(name, 4x4 target, expected reachable) for the bundled ik7 arm."""
+    near_limits = np.array([2.7, 1.7, -2.6, -1.8, 2.5, 1.8, 2.8])
+    return [
+        ('easy reach, front', make_pose([0.55, 0.0, 0.45], DOWN), True),
+        ('easy reach, side', make_pose([0.2, 0.5, 0.35], DOWN), True),
+        ('stretched, near-singular', make_pose([0.92, 0.0, 0.36], FORWARD), True),
+        ('near the joint limits', chain.fk(near_limits), True),
+        ('unreachable (1.6 m away)', make_pose([1.6, 0.0, 0.4], DOWN), False),
+        ('back to start', make_pose([0.5, 0.0, 0.5], DOWN), True),
+    ]
+
+
+def circle(center, radius, period, rate, loops, orientation):
+    """Targets on a circle in the y-z plane: (times, 4x4 poses)."""
+    times = np.arange(0.0, loops * period, 1.0 / rate)
+    angle = 2 * np.pi * times / period
+    points = center + radius * np.stack([np.zeros_like(angle), np.sin(angle), np.cos(angle) - 1], axis=1)
+    return times, [make_pose(p, orientation) for p in points]
+
+
+def pose_error(T_target, T):
+    return (float(np.linalg.norm(T[:3, 3] - T_target[:3, 3])),
+            float(np.linalg.norm(rotation_vector(T_target[:3, :3] @ T[:3, :3].T))))
+
+
+class Demo:
+
+    def __init__(self, arm, output_dir, kinematic):
+        self.urdf, self.config = arm_files(arm)
+        self.chain = load_chain(self.urdf, 'base_link', 'tool0')
+        self.output_dir = output_dir
+        self.kinematic = kinematic
+        self.rows = []
+        self.path = {}
+        self.processes = []
+
+    def start(self):
+        logs = tempfile.mkdtemp(prefix='ik_demo_')
+        common = {'urdf_file': self.urdf}
+        self.processes = [
+            NodeProcess('sim_arm', node_args(self.config, {**common, 'kinematic': self.kinematic}),
+                        os.path.join(logs, 'sim_arm.log')),
+            NodeProcess('node', node_args(self.config, common), os.path.join(logs, 'ik_solver.log')),
+        ]
+        print(f'started sim_arm_node and ik_solver_node (logs in {logs})')
+        self.observer = ArmObserver(self.chain.joint_names)
+        if not self.observer.wait_ready(30.0):
+            raise RuntimeError('the simulator or the IK node did not come up; see the logs in ' + logs)
+
+    def stop(self):
+        for process in self.processes:
+            process.stop()
+
+    def run_targets(self):
+        for name, target, reachable in demo_targets(self.chain):
+            q_before = self.observer.latest_joints()[1]
+            sent = self.observer.send_target(target)
+            status = self.observer.wait_status(sent)
+            if status is None:
+                raise RuntimeError('ik_solver_node did not answer a target')
+            if status.trajectory_published:
+                self.observer.wait_settled(sent + 0.05)
+            else:
+                time.sleep(0.5)
+            pe, re = pose_error(target, self.observer.latest_tip())
+            moved = float(np.abs(self.observer.latest_joints()[1] - q_before).max())
+            reached = pe < 2e-3 and re < 1e-2
+            self.rows.append((name, status.success, reached, pe, re, status.solve_time, moved, reachable))
+            verdict = 'reached' if reached else ('not reached' + (', arm did not move' if moved < 1e-3 else ''))
+            print(f'  {name:<28} {verdict:<32} error {pe * 1e3:8.3f} mm {re:8.5f} rad  '
+                  f'solve {status.solve_time * 1e3:6.2f} ms  ({status.reason})', flush=True)
+
+    def run_path(self, rate=100.0, period=4.0, loops=1):
+        start_pose = make_pose([0.5, 0.0, 0.5], DOWN)
+        times, poses = circle(start_pose[:3, 3], 0.12, period, rate, loops, DOWN)
+        print(f'  streaming a circle of radius 0.12 m at {rate:.0f} Hz for {times[-1] + 1 / rate:.1f} s ...',
+              flush=True)
+        sent, tips = [], []
+        t0 = time.monotonic()
+        for t, T in zip(times, poses):
+            delay = t0 + t - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            sent.append(self.observer.send_target(T))
+            tips.append(self.observer.latest_tip())
+        self.observer.wait_settled(time.monotonic(), timeout=3.0)
+        # The arm follows a little behind the stream: measure how far it strays from the path.
+        path = np.array([T[:3, 3] for T in poses])
+        errors = [np.linalg.norm(path - tip[:3, 3], axis=1).min() for tip in tips[len(tips) // 10:]]
+        statuses = [s for t, s in self.observer.statuses if t >= sent[0]]
+        solved = sum(s.success for s in statuses)
+        self.path = {'targets': np.array([T[:3, 3] for T in poses]), 'tips': np.array([T[:3, 3] for T in tips]),
+                     'sent': np.array(sent)}
+        final = pose_error(poses[-1], self.observer.latest_tip())
+        self.rows.append(('circle, streamed', solved == len(statuses), final[0] < 2e-3, final[0], final[1],
+                          float(np.median([s.solve_time for s in statuses])), float('nan'), True))
+        print(f'  circle: {solved}/{len(statuses)} targets solved, distance from the path median '
+              f'{np.median(errors) * 1e3:.2f} mm, max {np.max(errors) * 1e3:.2f} mm', flush=True)
+
+    def table(self):
+        lines = ['', f"{'target':<28} {'solved':>6} {'reached':>8} {'pos err [mm]':>13} {'rot err [rad]':>14} "
+                 f"{'solve [ms]':>11}", '-' * 86]
+        for name, solved, reached, pe, re, solve, _, _ in self.rows:
+            lines.append(f'{name:<28} {str(solved):>6} {str(reached):>8} {pe * 1e3:13.3f} {re:14.5f} '
+                         f'{solve * 1e3:11.3f}')
+        return '\n'.join(lines)
+
+    def expectations_met(self):
+        """Reachable targets reached, the unreachable one refused without moving the arm."""
+        for name, solved, reached, _, _, _, moved, reachable in self.rows:
+            if reachable and not reached:
+                return False
+            if not reachable and (solved or moved > 1e-3):
+                return False
+        return True
+
+    def figure(self):
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+        with self.observer.lock:
+            log = list(self.observer.joint_log)
+        t = np.array([s[0] for s in log]) - log[0][0]
+        Q = np.array([s[1] for s in log])
+        sig = np.linalg.svd(self.chain.jacobian_batch(Q[::5]), compute_uv=False)[:, -1]
+        fig, axes = plt.subplots(1, 3, figsize=(17, 5))
+        ax = axes[0]
+        ax.plot(self.path['targets'][:, 1], self.path['targets'][:, 2], 'g-', lw=3, alpha=0.5, label='targets')
+        ax.plot(self.path['tips'][:, 1], self.path['tips'][:, 2], 'b-', lw=1, label='end effector (MuJoCo)')
+        ax.set(xlabel='y [m]', ylabel='z [m]', title='Streamed circle: target vs end effector', aspect='equal')
+        ax.legend()
+        ax = axes[1]
+        for j, name in enumerate(self.chain.joint_names):
+            line, = ax.plot(t, Q[:, j], label=name)
+            ax.axhline(self.chain.upper[j], color=line.get_color(), ls=':', lw=0.8)
+            ax.axhline(self.chain.lower[j], color=line.get_color(), ls=':', lw=0.8)
+        ax.set(xlabel='time [s]', ylabel='joint position [rad]', title='Joints (dotted: limits)')
+        ax.legend(fontsize=7, ncol=2)
+        ax = axes[2]
+        ax.plot(t[::5], sig)
+        ax.set(xlabel='time [s]', ylabel='sigma_min of J', title='Distance to singularity', yscale='log')
+        fig.tight_layout()
+        os.makedirs(self.output_dir, exist_ok=True)
+        path = os.path.join(self.output_dir, 'ik_demo.png')
+        fig.savefig(path, dpi=110)
+        return path
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--output-dir', default='demo_output', help='where the figure goes')
+    parser.add_argument('--kinematic', action='store_true', help='no physics: perfect tracking')
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    rclpy.init()
+    demo = Demo('ik7', args.output_dir, args.kinematic)
+    ok = False
+    try:
+        demo.start()
+        print(f'ik7 arm ready after {time.monotonic() - started:.1f} s; sending targets')
+        demo.run_targets()
+        demo.run_path()
+        print(demo.table())
+        print(f'\nfigure written to {os.path.abspath(demo.figure())}')
+        ok = demo.expectations_met()
+        print(f'demo {"passed" if ok else "FAILED"} in {time.monotonic() - started:.1f} s')
+    except KeyboardInterrupt:
+        print('\ninterrupted: stopping the nodes')
+    finally:
+        if hasattr(demo, 'observer'):
+            demo.observer.close()
+        demo.stop()
+        rclpy.try_shutdown()
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Conversions between ROS messages and the numpy types of the core, with their checks."""
+import numpy as np
+from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import Pose
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from .transforms import make_pose, matrix_to_quaternion
+
+
+def pose_to_matrix(pose):
+    """4x4 transform of a geometry_msgs/Pose; ValueError for NaN/inf or a zero quaternion."""
+    p, o = pose.position, pose.orientation
+    position = np.array([p.x, p.y, p.z])
+    if not np.isfinite(position).all():
+        raise ValueError(f'target position contains NaN or inf: {position.tolist()}')
+    return make_pose(position, np.array([o.x, o.y, o.z, o.w]))
+
+
+def matrix_to_pose(T):
+    pose = Pose()
+    pose.position.x, pose.position.y, pose.position.z = (float(v) for v in T[:3, 3])
+    q = matrix_to_quaternion(T[:3, :3])
+    pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = (float(v) for v in q)
+    return pose
+
+
+def joint_positions(msg):
+    """({name: position} of the finite entries, [names with NaN/inf or no position])."""
+    good, bad = {}, []
+    for i, name in enumerate(msg.name):
+        value = msg.position[i] if i < len(msg.position) else float('nan')
+        if np.isfinite(value):
+            good[name] = float(value)
+        else:
+            bad.append(name)
+    return good, bad
+
+
+def vector_from(positions, names):
+    """Positions of ``names`` in order; KeyError naming every missing joint."""
+    missing = [n for n in names if n not in positions]
+    if missing:
+        raise KeyError(f'no position for joint(s) {", ".join(missing)}')
+    return np.array([positions[n] for n in names])
+
+
+def joint_state(names, q, stamp=None):
+    msg = JointState()
+    if stamp is not None:
+        msg.header.stamp = stamp
+    msg.name = list(names)
+    msg.position = [float(v) for v in q]
+    return msg
+
+
+def to_duration(seconds):
+    sec = int(np.floor(seconds))
+    return Duration(sec=sec, nanosec=int(round((seconds - sec) * 1e9)) % 1_000_000_000)
+
+
+def trajectory_message(names, path):
+    """JointTrajectory of a TimedPath; header.stamp zero means 'start now' to the controller."""
+    msg = JointTrajectory()
+    msg.joint_names = list(names)
+    for t, q, v, a in zip(path.times, path.positions, path.velocities, path.accelerations):
+        point = JointTrajectoryPoint()
+        point.positions = q.tolist()
+        point.velocities = v.tolist()
+        point.accelerations = a.tolist()
+        point.time_from_start = to_duration(t)
+        msg.points.append(point)
+    last = msg.points[-1]
+    last.velocities = [0.0] * len(names)
+    last.accelerations = [0.0] * len(names)
+    return msg

@@ -1,0 +1,134 @@
+"""A client node that sends targets to ik_solver and records what the arm does.
+
+Used by the demo, the end-to-end tests and the latency benchmark: it keeps
+every joint state, tip pose (from the simulator), status and trajectory it
+sees, stamped with the monotonic clock.
+"""
+import threading
+import time
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory
+
+from ik_solver_interfaces.msg import SolveStatus
+from ik_solver_interfaces.srv import ComputeFK, SolveIK
+
+from .messages import matrix_to_pose, pose_to_matrix
+
+
+class ArmObserver(Node):
+
+    def __init__(self, joint_names, base_link='base_link',
+                 trajectory_topic='/joint_trajectory_controller/joint_trajectory'):
+        super().__init__('ik_observer')
+        self.joint_names = list(joint_names)
+        self.base_link = base_link
+        self.lock = threading.Lock()
+        self.joint_log = []      # (t, positions, velocities) in joint_names order
+        self.tip_log = []        # (t, 4x4) from the simulator
+        self.statuses = []       # (t, SolveStatus)
+        self.trajectories = []   # (t, JointTrajectory)
+        self.target_pub = self.create_publisher(PoseStamped, '/ik_solver/target_pose', 10)
+        self.create_subscription(JointState, '/joint_states', self._on_joints, 50)
+        self.create_subscription(PoseStamped, '/sim_arm/tip_pose', self._on_tip, 50)
+        self.create_subscription(SolveStatus, '/ik_solver/status', self._on_status, 50)
+        self.create_subscription(JointTrajectory, trajectory_topic, self._on_trajectory, 50)
+        self.solve_client = self.create_client(SolveIK, '/ik_solver/solve')
+        self.fk_client = self.create_client(ComputeFK, '/ik_solver/compute_fk')
+        self._executor = SingleThreadedExecutor()
+        self._executor.add_node(self)
+        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
+        self._thread.start()
+
+    def close(self):
+        self._executor.shutdown()
+        self.destroy_node()
+
+    # -- recording --------------------------------------------------------------------------
+
+    def _on_joints(self, msg):
+        index = {n: i for i, n in enumerate(msg.name)}
+        if not all(n in index for n in self.joint_names):
+            return
+        q = np.array([msg.position[index[n]] for n in self.joint_names])
+        v = np.array([msg.velocity[index[n]] if msg.velocity else 0.0 for n in self.joint_names])
+        with self.lock:
+            self.joint_log.append((time.monotonic(), q, v))
+
+    def _on_tip(self, msg):
+        with self.lock:
+            self.tip_log.append((time.monotonic(), pose_to_matrix(msg.pose)))
+
+    def _on_status(self, msg):
+        with self.lock:
+            self.statuses.append((time.monotonic(), msg))
+
+    def _on_trajectory(self, msg):
+        with self.lock:
+            self.trajectories.append((time.monotonic(), msg))
+
+    def latest_joints(self):
+        with self.lock:
+            return self.joint_log[-1] if self.joint_log else None
+
+    def latest_tip(self):
+        with self.lock:
+            return self.tip_log[-1][1] if self.tip_log else None
+
+    # -- commanding -------------------------------------------------------------------------
+
+    def wait_ready(self, timeout=20.0):
+        """Wait for joint states, the simulator's tip pose and the solve service."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.latest_joints() is not None and self.latest_tip() is not None \
+                    and self.solve_client.service_is_ready():
+                return True
+            time.sleep(0.05)
+        return False
+
+    def send_target(self, T, frame_id=None):
+        msg = PoseStamped()
+        msg.header.frame_id = self.base_link if frame_id is None else frame_id
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.pose = matrix_to_pose(T)
+        self.target_pub.publish(msg)
+        return time.monotonic()
+
+    def wait_status(self, since, timeout=2.0):
+        """The first status published after ``since``, or None."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                for t, status in self.statuses:
+                    if t >= since:
+                        return status
+            time.sleep(0.002)
+        return None
+
+    def wait_settled(self, since, timeout=10.0, speed=2e-3, hold=0.25):
+        """Wait until every joint moves slower than ``speed`` for ``hold`` seconds; True if it did."""
+        deadline = time.monotonic() + timeout
+        still_since = None
+        while time.monotonic() < deadline:
+            sample = self.latest_joints()
+            if sample is not None and sample[0] > since:
+                if np.abs(sample[2]).max() < speed:
+                    still_since = still_since or sample[0]
+                    if sample[0] - still_since >= hold:
+                        return True
+                else:
+                    still_since = None
+            time.sleep(0.01)
+        return False
+
+    def call(self, client, request, timeout=5.0):
+        future = client.call_async(request)
+        deadline = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        return future.result() if future.done() else None
