@@ -55,8 +55,8 @@ def joint_state(names, q, stamp=None):
 
 
 def to_duration(seconds):
-    sec = int(np.floor(seconds))
-    return Duration(sec=sec, nanosec=int(round((seconds - sec) * 1e9)) % 1_000_000_000)
+    sec, nanosec = divmod(int(round(seconds * 1e9)), 1_000_000_000)
+    return Duration(sec=sec, nanosec=nanosec)
 
 
 def trajectory_message(names, path):

@@ -303,10 +303,37 @@ class IKSolver:
         seed = self._check_seed(seed)
         d = target[:3, 3] - self.chain.origin_p[0]
         if plan.reach_check and d @ d > self._reach * self._reach:
-            return self._result(False, seed, np.inf, np.inf, 0, 0, start, REASON_UNREACHABLE,
-                                f'target is {np.linalg.norm(target[:3, 3]):.3f} m from the base, '
-                                f'beyond the chain reach of {self._reach:.3f} m')
+            return self._unreachable(target, seed, plan, start, float(np.sqrt(d @ d)))
         return self._search(target, seed, plan, start)
+
+    def _unreachable(self, target, seed, plan, start, distance):
+        """Out of reach for certain: one chunk of attempts only, for the best approximation."""
+        q, report = self._run_chunk(target, seed, plan, first=True)
+        message = (f'target is {distance:.3f} m from the first joint, beyond the chain reach of '
+                   f'{self._reach:.3f} m; best approximation error {report[OUT_POS]:.3f} m')
+        return self._result(False, q, report[OUT_POS], report[OUT_ROT], int(report[OUT_ITERS]),
+                            int(report[OUT_ATTEMPTS]) - 1, start, REASON_UNREACHABLE, message)
+
+    def _run_chunk(self, target, seed, plan, first):
+        """One kernel call from the seed: (best joints, report)."""
+        lower, upper = self._bounds(seed)
+        ip = plan.ip.copy()
+        ip[IP_RESEED] = ip[IP_FIRST_FROM_SEED] = int(first)
+        report = _REPORT_START.copy()
+        best_q = seed.copy()
+        q = seed.copy()
+        status = _search_chunk(q, self.chain.kin_args, lower, upper, np.ascontiguousarray(target[:3, :3]),
+                               np.ascontiguousarray(target[:3, 3]), plan.sw, plan.method, plan.fp, ip,
+                               *plan.ns_args, best_q, report)
+        return (q if status == CONVERGED else best_q), report
+
+    def _bounds(self, seed):
+        """Joint bounds of a search; continuous joints within pi of the seed."""
+        continuous = self.chain.continuous
+        if not continuous.any():
+            return self.chain.lower, self.chain.upper
+        return (np.where(continuous, seed - np.pi, self.chain.lower),
+                np.where(continuous, seed + np.pi, self.chain.upper))
 
     def solve_batch(self, targets, seeds=None, **overrides):
         """Solve many targets (B x 4 x 4), or one target from many seeds (seeds B x n)."""
@@ -339,11 +366,7 @@ class IKSolver:
     def _search(self, target, seed, plan, start):
         opts = plan.options
         continuous = self.chain.continuous
-        if continuous.any():
-            lower = np.where(continuous, seed - np.pi, self.chain.lower)
-            upper = np.where(continuous, seed + np.pi, self.chain.upper)
-        else:
-            lower, upper = self.chain.lower, self.chain.upper
+        lower, upper = self._bounds(seed)
         R_target = np.ascontiguousarray(target[:3, :3])
         p_target = np.ascontiguousarray(target[:3, 3])
         ip = plan.ip.copy()

@@ -1,0 +1,105 @@
+"""Helpers for tests that start the package's nodes as processes and talk to them over DDS."""
+import os
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+pytest.importorskip('ik_solver_interfaces.srv', reason='ik_solver_interfaces is not built')
+
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
+from rcl_interfaces.srv import SetParameters  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from ik_solver.launcher import NodeProcess, node_args  # noqa: E402
+from ik_solver.observer import ArmObserver  # noqa: E402
+from ik_solver.resources import arm_files  # noqa: E402
+
+
+def isolate_ros_domain():
+    """Give this test process (and the nodes it starts) a ROS domain of its own, on localhost."""
+    os.environ['ROS_DOMAIN_ID'] = str(10 + os.getpid() % 90)
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+
+
+def start(module, arm='ik7', **params):
+    urdf, config = arm_files(arm)
+    log = tempfile.NamedTemporaryFile(prefix=f'{module}_', suffix='.log', delete=False).name
+    return NodeProcess(module, node_args(config, {'urdf_file': urdf, **params}), log)
+
+
+class Session:
+    """rclpy context, an observer client, and the node processes of one test module."""
+
+    def __init__(self, joint_names):
+        isolate_ros_domain()
+        rclpy.init()
+        self.observer = ArmObserver(joint_names)
+        self.processes = []
+        self.joint_pub = self.observer.create_publisher(JointState, '/joint_states', 10)
+        self.param_client = self.observer.create_client(SetParameters, '/ik_solver/set_parameters')
+
+    def add(self, process):
+        self.processes.append(process)
+        return process
+
+    def close(self):
+        self.observer.close()
+        for p in self.processes:
+            p.stop()
+        rclpy.try_shutdown()
+
+    def wait_service(self, client, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not client.service_is_ready():
+            time.sleep(0.05)
+        return client.service_is_ready()
+
+    def publish_joints(self, names, q):
+        msg = JointState(name=list(names), position=[float(v) for v in q], velocity=[0.0] * len(q))
+        msg.header.stamp = self.observer.get_clock().now().to_msg()
+        self.joint_pub.publish(msg)
+
+    def set_parameter(self, name, value):
+        """SetParameters result (successful, reason) for one parameter."""
+        kinds = {bool: (ParameterType.PARAMETER_BOOL, 'bool_value'),
+                 int: (ParameterType.PARAMETER_INTEGER, 'integer_value'),
+                 float: (ParameterType.PARAMETER_DOUBLE, 'double_value'),
+                 str: (ParameterType.PARAMETER_STRING, 'string_value'),
+                 list: (ParameterType.PARAMETER_DOUBLE_ARRAY, 'double_array_value')}
+        kind, field = kinds[type(value)]
+        pv = ParameterValue(type=kind)
+        setattr(pv, field, value)
+        request = SetParameters.Request(parameters=[Parameter(name=name, value=pv)])
+        response = self.observer.call(self.param_client, request)
+        return response.results[0]
+
+    def trajectories_since(self, t):
+        with self.observer.lock:
+            return [m for (s, m) in self.observer.trajectories if s >= t]
+
+    def statuses_since(self, t):
+        with self.observer.lock:
+            return [m for (s, m) in self.observer.statuses if s >= t]
+
+
+def poll(predicate, timeout=3.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.01)
+    return predicate()
+
+
+def trajectory_points(msg):
+    return [(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9, list(p.positions), list(p.velocities),
+             list(p.accelerations), list(p.effort)) for p in msg.points]
+
+
+def final_positions(msg, names):
+    order = [list(msg.joint_names).index(n) for n in names]
+    return np.array(msg.points[-1].positions)[order]

@@ -1,0 +1,37 @@
+"""Transforms between arbitrary robot links, against the chain's own FK."""
+import numpy as np
+import pytest
+
+from conftest import URDF_DIR
+from ik_solver.exceptions import LinkNotFoundError
+from ik_solver.robot_frames import RobotFrames
+from ik_solver.urdf_loader import parse_robot
+
+
+@pytest.fixture(scope='module')
+def robot():
+    return parse_robot(str(URDF_DIR / 'ik7.urdf.xacro'))
+
+
+def test_link_pose_matches_chain_fk(robot, ik7, rng):
+    frames = RobotFrames(robot, 'base_link')
+    for q in ik7.random_configuration(rng, 10):
+        positions = dict(zip(ik7.joint_names, q))
+        for link in ('link3', 'tool0'):
+            np.testing.assert_allclose(frames.pose(link, positions), ik7.fk(q, link), atol=1e-12)
+
+
+def test_pose_relative_to_another_link(robot, ik7, rng):
+    frames = RobotFrames(robot, 'link2')
+    q = ik7.random_configuration(rng)
+    expected = np.linalg.inv(ik7.fk(q, 'link2')) @ ik7.fk(q, 'tool0')
+    np.testing.assert_allclose(frames.pose('tool0', dict(zip(ik7.joint_names, q))), expected, atol=1e-12)
+    assert frames.joints_between('link3') == ['joint1', 'joint2', 'joint3']
+
+
+def test_missing_joint_and_unknown_link(robot):
+    frames = RobotFrames(robot, 'base_link')
+    with pytest.raises(KeyError, match='joint2'):
+        frames.pose('link2', {'joint1': 0.0})
+    with pytest.raises(LinkNotFoundError):
+        frames.pose('nowhere', {})
