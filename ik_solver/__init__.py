@@ -9,9 +9,9 @@ trajectory) imports no ROS; ``node`` and ``sim_arm`` add rclpy on top.
 """
 from .chain import Chain, load_chain
 from .exceptions import ModelError
+from .methods import METHOD_NAMES
 from .nullspace import NullspaceGoals
 from .solver import IKResult, IKSolver, SolverOptions
-from .methods import METHOD_NAMES
 
 __all__ = ['Chain', 'load_chain', 'ModelError', 'NullspaceGoals', 'IKResult', 'IKSolver', 'SolverOptions',
            'METHOD_NAMES']

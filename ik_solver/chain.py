@@ -21,14 +21,14 @@ class JointInfo:
     """One IK variable: a revolute, continuous or prismatic joint of the chain."""
 
     name: str
-    type: str
+    joint_type: str
     lower: float
     upper: float
     velocity: float
 
     @property
     def continuous(self):
-        return self.type == 'continuous'
+        return self.joint_type == 'continuous'
 
 
 @dataclass(eq=False)
@@ -73,7 +73,7 @@ class Chain:
 
     @property
     def kin_args(self):
-        """The kernels' chain arguments, in their order."""
+        """Return the kernels' chain arguments, in their order."""
         return (self.origin_R, self.origin_p, self.axis, self.kind, self.var, self.mult, self.offset)
 
     @property

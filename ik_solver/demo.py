@@ -15,10 +15,9 @@ import numpy as np
 import rclpy
 
 from .chain import load_chain
-from .launcher import NodeProcess, node_args
+from .launcher import node_args, NodeProcess
 from .observer import ArmObserver
 from .resources import arm_files
-from .solver import sigma_min
 from .transforms import make_pose, rotation_vector
 
 DOWN = [1.0, 0.0, 0.0, 0.0]  # tool z pointing down (180 deg about x)
@@ -53,16 +52,22 @@ def pose_error(T_target, T):
 
 class Demo:
 
-    def __init__(self, arm, output_dir, kinematic):
+    def __init__(self, arm, output_dir, kinematic, attach=False):
         self.urdf, self.config = arm_files(arm)
         self.chain = load_chain(self.urdf, 'base_link', 'tool0')
         self.output_dir = output_dir
         self.kinematic = kinematic
+        self.attach = attach
         self.rows = []
         self.path = {}
         self.processes = []
 
     def start(self):
+        if self.attach:  # the nodes were started by someone else (demo.launch.py)
+            self.observer = ArmObserver(self.chain.joint_names)
+            if not self.observer.wait_ready(60.0):
+                raise RuntimeError('no sim_arm_node / ik_solver_node found to attach to')
+            return
         logs = tempfile.mkdtemp(prefix='ik_demo_')
         common = {'urdf_file': self.urdf}
         self.processes = [
@@ -178,10 +183,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--output-dir', default='demo_output', help='where the figure goes')
     parser.add_argument('--kinematic', action='store_true', help='no physics: perfect tracking')
-    args = parser.parse_args(argv)
+    parser.add_argument('--attach', action='store_true', help='use running nodes instead of starting them')
+    args, _ = parser.parse_known_args(argv)  # ros2 launch appends --ros-args
     started = time.monotonic()
     rclpy.init()
-    demo = Demo('ik7', args.output_dir, args.kinematic)
+    demo = Demo('ik7', args.output_dir, args.kinematic, args.attach)
     ok = False
     try:
         demo.start()

@@ -72,7 +72,7 @@ def validate(joint_names, points, controller_joints, lower=None, upper=None, all
 
 
 def reorder(joint_names, points, controller_joints):
-    """A validated message's points as a Trajectory in controller joint order."""
+    """Return a validated message's points as a Trajectory in controller joint order."""
     order = [joint_names.index(name) for name in controller_joints]
     times = np.array([p[0] for p in points], float)
     positions = np.array([p[1] for p in points], float)[:, order]

@@ -12,8 +12,8 @@ origin and the angular velocity, both in the base frame (Pinocchio's
 LOCAL_WORLD_ALIGNED; KDL's ChainJntToJacSolver reference point at the tip).
 Explicit loops over 3-vectors beat numpy's per-call overhead at this size.
 """
-import numpy as np
 from numba import njit
+import numpy as np
 
 REVOLUTE = 0
 PRISMATIC = 1

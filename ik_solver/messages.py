@@ -1,7 +1,7 @@
 """Conversions between ROS messages and the numpy types of the core, with their checks."""
-import numpy as np
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Pose
+import numpy as np
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -60,7 +60,7 @@ def to_duration(seconds):
 
 
 def trajectory_message(names, path):
-    """JointTrajectory of a TimedPath; header.stamp zero means 'start now' to the controller."""
+    """Build the JointTrajectory of a TimedPath; header.stamp zero means 'start now' to the controller."""
     msg = JointTrajectory()
     msg.joint_names = list(names)
     for t, q, v, a in zip(path.times, path.positions, path.velocities, path.accelerations):

@@ -20,8 +20,8 @@ adaptive_dls   as dls, l = 0 far from      exact away from singularities,
 lm (default)   sigma / (sigma^2 + E + wb)  damping shrinks with the error
 =============  ==========================  ===================================
 """
-import numpy as np
 from numba import njit
+import numpy as np
 
 TRANSPOSE = 0
 PINV = 1
@@ -72,7 +72,7 @@ def solve_spd(A, b):
 
 @njit(cache=True)
 def transpose_step(J, e, alpha):
-    """dq = alpha J^T e, gradient descent on 1/2 |e|^2.
+    """Transpose: dq = alpha J^T e, gradient descent on 1/2 |e|^2.
 
     alpha <= 0 selects Buss's step alpha = <e, J J^T e> / <J J^T e, J J^T e>,
     the exact line minimum along J^T e for a linear model.
@@ -87,7 +87,7 @@ def transpose_step(J, e, alpha):
 
 @njit(cache=True)
 def pinv_step(J, e, cutoff):
-    """dq = J^+ e by SVD; singular values below ``cutoff`` are treated as zero."""
+    """Pseudo-inverse: dq = J^+ e by SVD; singular values below ``cutoff`` are treated as zero."""
     U, s, Vt = np.linalg.svd(J, full_matrices=False)
     dq = np.zeros(J.shape[1])
     for i in range(s.shape[0]):
@@ -98,7 +98,7 @@ def pinv_step(J, e, cutoff):
 
 @njit(cache=True)
 def dls_step(J, e, damping):
-    """dq = J^T (J J^T + lambda^2 I)^-1 e, damped least squares (Levenberg-Marquardt, fixed lambda)."""
+    """Damped least squares: dq = J^T (J J^T + lambda^2 I)^-1 e (Levenberg-Marquardt, fixed lambda)."""
     A = J @ J.T
     for i in range(A.shape[0]):
         A[i, i] += damping * damping
@@ -107,7 +107,10 @@ def dls_step(J, e, damping):
 
 @njit(cache=True)
 def adaptive_damping(sigma_min, damping_max, epsilon):
-    """KDL's rule (ChainIkSolverVel_wdls): lambda^2 = lambda_max^2 (1 - (sigma_min/eps)^2) below eps, else 0."""
+    """Damping by KDL's rule (ChainIkSolverVel_wdls).
+
+    lambda^2 = lambda_max^2 (1 - (sigma_min/eps)^2) below eps, else 0.
+    """
     if sigma_min >= epsilon:
         return 0.0
     r = sigma_min / epsilon

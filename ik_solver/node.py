@@ -10,10 +10,12 @@ reported on ``~/status`` and drawn on ``~/markers``.
 """
 import time
 
-import numpy as np
-import rclpy
 from geometry_msgs.msg import PoseStamped
+from ik_solver_interfaces.msg import SolveStatus
+from ik_solver_interfaces.srv import ComputeFK, SolveIK
+import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+import rclpy
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -21,20 +23,17 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
-from ik_solver_interfaces.msg import SolveStatus
-from ik_solver_interfaces.srv import ComputeFK, SolveIK
-
 from . import parameters
 from .chain import chain_from_robot
 from .exceptions import ModelError
 from .jtc import SplineSampler, Trajectory
-from .messages import (joint_positions, joint_state, matrix_to_pose, pose_to_matrix, trajectory_message,
-                       vector_from)
+from .messages import joint_positions, joint_state, matrix_to_pose, pose_to_matrix, trajectory_message, vector_from
 from .nullspace import manipulability
 from .robot_frames import RobotFrames
 from .solver import IKSolver, sigma_min
 from .trajectory import plan_move
 from .urdf_loader import parse_robot
+from .warmup import warm_up
 
 try:  # optional: frames that are not links of the robot
     from tf2_ros import Buffer, TransformListener
@@ -74,6 +73,7 @@ class IKSolverNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('ik_solver', **kwargs)
+        warm_up()  # compiled kernels before any service is offered: available means ready
         self._declare_parameters()
         self.model = None
         self.solver = None
@@ -186,7 +186,7 @@ class IKSolverNode(Node):
         good, bad = joint_positions(msg)
         if bad:
             self.get_logger().warning(f'ignoring non-finite joint_states for {", ".join(bad)}',
-                                   throttle_duration_sec=2.0)
+                                      throttle_duration_sec=2.0)
         self.positions.update(good)
         if len(msg.velocity) == len(msg.name):
             self.velocities.update((n, v) for n, v in zip(msg.name, msg.velocity) if np.isfinite(v))
@@ -206,7 +206,7 @@ class IKSolverNode(Node):
             current = vector_from(self.positions, chain.joint_names)
         except KeyError as exc:
             self.get_logger().warning(f'target dropped: waiting for joint_states: {exc.args[0]}',
-                                   throttle_duration_sec=2.0)
+                                      throttle_duration_sec=2.0)
             return
         try:
             seed, velocity = self._start_state(self._clamp_seed(current))
@@ -223,9 +223,12 @@ class IKSolverNode(Node):
         self._publish_markers(target, result)
 
     def _start_state(self, measured):
-        """Where a new move starts: the controller continues from its current command, which is the
-        last published trajectory at this instant; the measured state when there is none, it has
-        ended, or the arm has strayed from it."""
+        """Return the state a new move starts from.
+
+        The controller continues from its current command: the last published
+        trajectory at this instant.  Without one, after it ended, or if the arm
+        has strayed from it, the measured state.
+        """
         if self._last_move is not None:
             start, sampler = self._last_move
             t = time.monotonic() - start
@@ -240,11 +243,11 @@ class IKSolverNode(Node):
         if not result.success:
             if not self._approximation_allowed(result, seed):
                 self.get_logger().warning(f'no trajectory published: {result.reason}: {result.message}',
-                                       throttle_duration_sec=1.0)
+                                          throttle_duration_sec=1.0)
                 return False
             self.get_logger().warning(f'publishing best approximation ({result.position_error:.2e} m, '
-                                   f'{result.orientation_error:.2e} rad): {result.reason}',
-                                   throttle_duration_sec=1.0)
+                                      f'{result.orientation_error:.2e} rad): {result.reason}',
+                                      throttle_duration_sec=1.0)
         chain = self.model.chain
         q = result.joints
         if not (np.isfinite(q).all() and chain.within_limits(q)):  # the solver guarantees it; never trust blindly
@@ -272,13 +275,13 @@ class IKSolverNode(Node):
         if outside.any():
             names = ', '.join(n for n, o in zip(chain.joint_names, outside) if o)
             self.get_logger().warning(f'joint_states outside the limits for {names}: seeding from the clamped values',
-                                   throttle_duration_sec=2.0)
+                                      throttle_duration_sec=2.0)
         return np.clip(q, chain.lower, chain.upper)
 
     # -- frames ---------------------------------------------------------------------------------
 
     def _target_in_base(self, msg, positions=None):
-        """The target as a 4x4 pose in the base link; raises SolveError or ValueError."""
+        """Return the target as a 4x4 pose in the base link; raise SolveError or ValueError."""
         T = pose_to_matrix(msg.pose)
         frame = msg.header.frame_id.lstrip('/')
         base = self.model.chain.base_link
@@ -299,7 +302,7 @@ class IKSolverNode(Node):
         try:
             tf = self._tf_buffer.lookup_transform(base, frame, rclpy.time.Time())
         except Exception as exc:  # tf2 raises several lookup exception types
-            raise SolveError('unknown_frame', f"no transform {base} <- {frame}: {exc}") from None
+            raise SolveError('unknown_frame', f'no transform {base} <- {frame}: {exc}') from None
         t, r = tf.transform.translation, tf.transform.rotation
         T = np.eye(4)
         T[:3, :3] = quaternion_to_matrix([r.x, r.y, r.z, r.w])

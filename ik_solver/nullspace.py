@@ -14,8 +14,8 @@ projector removes any part of it that would move the hand.  The goals:
 """
 from dataclasses import dataclass
 
-import numpy as np
 from numba import njit
+import numpy as np
 
 from . import kinematics as kin
 

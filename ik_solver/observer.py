@@ -7,15 +7,14 @@ sees, stamped with the monotonic clock.
 import threading
 import time
 
-import numpy as np
 from geometry_msgs.msg import PoseStamped
+from ik_solver_interfaces.msg import SolveStatus
+from ik_solver_interfaces.srv import ComputeFK, SolveIK
+import numpy as np
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
-
-from ik_solver_interfaces.msg import SolveStatus
-from ik_solver_interfaces.srv import ComputeFK, SolveIK
 
 from .messages import matrix_to_pose, pose_to_matrix
 
@@ -100,7 +99,7 @@ class ArmObserver(Node):
         return time.monotonic()
 
     def wait_status(self, since, timeout=2.0):
-        """The first status published after ``since``, or None."""
+        """Return the first status published after ``since``, or None."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self.lock:

@@ -9,11 +9,11 @@ own kinematics, the tip pose on ``~/tip_pose`` (an FK independent of ik_solver's
 import threading
 import time
 
-import numpy as np
-import rclpy
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
-from rclpy.node import Node
 from geometry_msgs.msg import PoseStamped
+import numpy as np
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+import rclpy
+from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from trajectory_msgs.msg import JointTrajectory

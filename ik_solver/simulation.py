@@ -90,7 +90,7 @@ class ArmSimulation:
 
 
 def _physics_urdf(text):
-    """The URDF with what MuJoCo need not or cannot load removed: meshes, ROS tags."""
+    """Remove from the URDF what MuJoCo need not or cannot load: meshes, ROS tags."""
     root = ET.fromstring(text)
     for tag in IGNORED_ELEMENTS:
         if tag in ('inertial',):

@@ -7,15 +7,15 @@ from a generator seeded by ``random_seed``, so a solve is reproducible for a
 given seed as long as it finishes within the same number of attempts
 (``max_attempts`` bounds that count for full determinism).
 """
-import time
 from dataclasses import dataclass, field, replace
+import time
 
-import numpy as np
 from numba import njit
+import numpy as np
 
 from . import kinematics as kin
-from .methods import METHOD_NAMES, method_id, nullspace_projector, step
-from .nullspace import NullspaceGoals, gradient, manipulability
+from .methods import method_id, METHOD_NAMES, nullspace_projector, step
+from .nullspace import gradient, manipulability, NullspaceGoals
 from .transforms import check_pose
 
 CONVERGED, STALLED, MAX_ITER, NOT_FINITE = 0, 1, 2, 3
@@ -81,8 +81,11 @@ class SolverOptions:
 
 @dataclass
 class IKResult:
-    """Outcome of one solve.  ``joints`` is never NaN and always within the limits:
-    on failure it holds the best approximation found, for callers that accept one."""
+    """Outcome of one solve.
+
+    ``joints`` is never NaN and always within the limits: on failure it holds
+    the best approximation found, for callers that accept one.
+    """
 
     success: bool
     joints: np.ndarray

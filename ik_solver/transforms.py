@@ -2,14 +2,14 @@
 
 Quaternions are (x, y, z, w), as geometry_msgs/Quaternion orders them.
 """
-import numpy as np
 from numba import njit
+import numpy as np
 
 ORTHONORMAL_TOL = 1e-6
 
 
 def quaternion_to_matrix(q):
-    """Rotation matrix of a quaternion (x, y, z, w); a non-unit one is normalised.
+    """Return the rotation matrix of a quaternion (x, y, z, w); a non-unit one is normalised.
 
     A zero or non-finite quaternion has no rotation, so it raises ValueError
     rather than silently meaning identity.
@@ -31,7 +31,7 @@ def quaternion_to_matrix(q):
 
 
 def matrix_to_quaternion(R):
-    """Unit quaternion (x, y, z, w) with w >= 0 of a rotation matrix (Shepperd's method)."""
+    """Return the unit quaternion (x, y, z, w), w >= 0, of a rotation matrix (Shepperd's method)."""
     R = np.asarray(R, dtype=float)
     tr = np.trace(R)
     if tr > 0:
@@ -52,7 +52,7 @@ def matrix_to_quaternion(R):
 
 
 def rpy_to_matrix(rpy):
-    """URDF's fixed-axis roll-pitch-yaw: R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    """Convert URDF's fixed-axis roll-pitch-yaw: R = Rz(yaw) Ry(pitch) Rx(roll)."""
     r, p, y = rpy
     cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
     return np.array([

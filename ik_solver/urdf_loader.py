@@ -6,10 +6,10 @@ ship URDFs it rejects there.  We drop those elements before handing the XML to
 the parser, so a URDF loads whenever its links and joints are sound, and no
 mesh file is ever opened.
 """
+from contextlib import redirect_stderr
 import io
 import os
 import xml.etree.ElementTree as ET
-from contextlib import redirect_stderr
 
 from urdf_parser_py import urdf
 

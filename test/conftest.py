@@ -2,10 +2,9 @@
 import os
 import pathlib
 
+from ik_solver.chain import load_chain
 import numpy as np
 import pytest
-
-from ik_solver.chain import load_chain
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 URDF_DIR = ROOT / 'urdf'

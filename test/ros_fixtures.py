@@ -9,13 +9,12 @@ import pytest
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 pytest.importorskip('ik_solver_interfaces.srv', reason='ik_solver_interfaces is not built')
 
+from ik_solver.launcher import node_args, NodeProcess  # noqa: E402, I100
+from ik_solver.observer import ArmObserver  # noqa: E402
+from ik_solver.resources import arm_files  # noqa: E402
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParameters  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-
-from ik_solver.launcher import NodeProcess, node_args  # noqa: E402
-from ik_solver.observer import ArmObserver  # noqa: E402
-from ik_solver.resources import arm_files  # noqa: E402
 
 
 def isolate_ros_domain():
@@ -63,7 +62,7 @@ class Session:
         self.joint_pub.publish(msg)
 
     def set_parameter(self, name, value):
-        """SetParameters result (successful, reason) for one parameter."""
+        """Set one parameter; return the SetParameters result (successful, reason)."""
         kinds = {bool: (ParameterType.PARAMETER_BOOL, 'bool_value'),
                  int: (ParameterType.PARAMETER_INTEGER, 'integer_value'),
                  float: (ParameterType.PARAMETER_DOUBLE, 'double_value'),

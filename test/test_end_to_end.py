@@ -1,14 +1,12 @@
 """The whole loop with real processes and real physics: ik_solver_node drives the MuJoCo arm."""
 import time
 
+from ik_solver import jtc  # noqa: E402
+from ik_solver.demo import circle, DOWN, pose_error  # noqa: E402
+from ik_solver.transforms import make_pose  # noqa: E402
 import numpy as np
 import pytest
-
 from ros_fixtures import Session, start, trajectory_points  # noqa: I100
-
-from ik_solver import jtc  # noqa: E402
-from ik_solver.demo import DOWN, circle, pose_error  # noqa: E402
-from ik_solver.transforms import make_pose  # noqa: E402
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 
@@ -90,4 +88,3 @@ def test_simulated_joints_stay_within_position_and_velocity_limits(arm, ik7):
     assert len(Q) > 500
     assert np.all(Q >= ik7.lower - 1e-3) and np.all(Q <= ik7.upper + 1e-3)
     assert np.all(np.abs(V) <= ik7.velocity_limits * 1.05)
-

@@ -1,8 +1,7 @@
 """FK and Jacobian against independent truths: closed form, finite differences, Pinocchio."""
+from ik_solver.transforms import rotation_vector
 import numpy as np
 import pytest
-
-from ik_solver.transforms import rotation_vector
 
 
 def test_planar_fk_matches_closed_form(planar3, rng):

@@ -1,9 +1,8 @@
 """The step methods on closed-form cases, including the seed's singular worked example."""
+from ik_solver.methods import (adaptive_damping, adaptive_dls_step, dls_step, lm_step, method_id, nullspace_projector,
+                               pinv_step, transpose_step)
 import numpy as np
 import pytest
-
-from ik_solver.methods import (adaptive_damping, adaptive_dls_step, dls_step, lm_step, method_id,
-                               nullspace_projector, pinv_step, transpose_step)
 
 
 def _diag_jacobian(sigmas, n):

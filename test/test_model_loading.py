@@ -1,11 +1,9 @@
 """URDF/xacro loading: robots as they ship, and each bad model's specific error."""
+from conftest import example_robot, URDF_DIR
+from ik_solver.chain import load_chain
+from ik_solver.exceptions import ChainError, JointLimitError, LinkNotFoundError, UnsupportedJointError, URDFParseError
 import numpy as np
 import pytest
-
-from conftest import URDF_DIR, example_robot
-from ik_solver.chain import load_chain
-from ik_solver.exceptions import (ChainError, JointLimitError, LinkNotFoundError, UnsupportedJointError,
-                                  URDFParseError)
 
 
 def _robot(joints, links=('a', 'b', 'c')):

@@ -5,16 +5,14 @@ ones see a node that has not yet received a complete joint state.
 """
 import time
 
-import numpy as np
-import pytest
-
-from ros_fixtures import Session, final_positions, poll, start, trajectory_points  # noqa: I100
-
 from geometry_msgs.msg import PoseStamped  # noqa: E402
 from ik_solver import jtc  # noqa: E402
 from ik_solver.messages import joint_state, matrix_to_pose  # noqa: E402
-from ik_solver_interfaces.srv import ComputeFK, SolveIK  # noqa: E402
 from ik_solver.transforms import make_pose  # noqa: E402
+from ik_solver_interfaces.srv import ComputeFK, SolveIK  # noqa: E402
+import numpy as np
+import pytest
+from ros_fixtures import final_positions, poll, Session, start, trajectory_points  # noqa: I100
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 DOWN = [1.0, 0.0, 0.0, 0.0]

@@ -1,9 +1,8 @@
 """The node's parameter table: every parameter described, ranges and choices enforced."""
-import numpy as np
-import pytest
-
 from ik_solver import parameters
 from ik_solver.solver import IKSolver
+import numpy as np
+import pytest
 
 
 def test_every_parameter_is_described_and_defaults_are_valid():

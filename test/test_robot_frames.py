@@ -1,11 +1,10 @@
 """Transforms between arbitrary robot links, against the chain's own FK."""
-import numpy as np
-import pytest
-
 from conftest import URDF_DIR
 from ik_solver.exceptions import LinkNotFoundError
 from ik_solver.robot_frames import RobotFrames
 from ik_solver.urdf_loader import parse_robot
+import numpy as np
+import pytest
 
 
 @pytest.fixture(scope='module')

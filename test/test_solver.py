@@ -1,10 +1,9 @@
 """The solve loop: FK -> IK -> FK round trips, limits, nullspace goals, restarts, bad input."""
-import numpy as np
-import pytest
-
 from ik_solver.nullspace import NullspaceGoals
 from ik_solver.solver import IKSolver, SolverOptions, wrap_near
 from ik_solver.transforms import make_pose, rotation_vector
+import numpy as np
+import pytest
 
 METHOD_SETTINGS = {
     'lm': {},

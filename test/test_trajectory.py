@@ -1,9 +1,8 @@
 """Trajectory timing and the joint_trajectory_controller contract, against closed forms."""
+from ik_solver import jtc
+from ik_solver.trajectory import move_duration, PEAK_VELOCITY_FACTOR, plan_move, quintic
 import numpy as np
 import pytest
-
-from ik_solver import jtc
-from ik_solver.trajectory import PEAK_VELOCITY_FACTOR, move_duration, plan_move, quintic
 
 
 def points_of(path):
@@ -40,8 +39,8 @@ def test_plan_from_moving_state_continues_velocity_and_respects_limits():
     q0, v0, q1 = np.array([0.0, 0.0]), np.array([0.6, -0.2]), np.array([0.3, 0.1])
     limits = np.array([1.0, 1.0])
     path = plan_move(q0, q1, limits, 1.0, 0.2, 0.001, v_start=v0)
-    sampler = jtc.SplineSampler(q0, v0, jtc.Trajectory(path.times, path.positions, path.velocities,
-                                                      path.accelerations))
+    trajectory = jtc.Trajectory(path.times, path.positions, path.velocities, path.accelerations)
+    sampler = jtc.SplineSampler(q0, v0, trajectory)
     # The first sample continues the current velocity: no jump at the start.
     np.testing.assert_allclose(sampler.sample(1e-6)[1], v0, atol=1e-3)
     assert np.all(np.abs(path.velocities) <= limits * (1 + 1e-9))
@@ -64,7 +63,7 @@ def test_quintic_boundary_conditions(rng):
 
 @pytest.mark.parametrize('names,points,reason', [
     ([], [(0.1, [0.0], [], [], [])], 'empty joint_names'),
-    (['a', 'x'], [(0.1, [0, 0], [], [], [])], "incoming joint"),
+    (['a', 'x'], [(0.1, [0, 0], [], [], [])], 'incoming joint'),
     (['a'], [(0.1, [0.0], [], [], [])], 'partial joint goals'),
     (['a', 'b'], [], 'empty trajectory'),
     (['a', 'b'], [(0.2, [0, 0], [], [], []), (0.2, [0, 0], [], [], [])], 'not strictly increasing'),

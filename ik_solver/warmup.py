@@ -1,0 +1,42 @@
+"""Compile every numba kernel once, on a tiny built-in chain.
+
+numba compiles on first call and caches the machine code on disk
+(``cache=True``).  Kernel types do not depend on the robot, so one pass over
+a two-joint chain makes the first real solve fast.  ``python -m
+ik_solver.warmup`` fills the on-disk cache (the set-up script runs it).
+"""
+import numpy as np
+
+from .chain import load_chain
+from .methods import METHOD_NAMES
+from .nullspace import NullspaceGoals
+from .solver import IKSolver
+
+_URDF = """<robot name="warmup"><link name="a"/><link name="b"/><link name="c"/><link name="d"/>
+<joint name="r" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
+<limit lower="-1" upper="1" velocity="1" effort="1"/></joint>
+<joint name="p" type="prismatic"><parent link="b"/><child link="c"/><origin xyz="0.1 0 0"/><axis xyz="1 0 0"/>
+<limit lower="0" upper="0.1" velocity="1" effort="1"/></joint>
+<joint name="c" type="continuous"><parent link="c"/><child link="d"/><origin xyz="0.1 0 0"/><axis xyz="0 1 0"/>
+<limit velocity="1" effort="1"/></joint></robot>"""
+
+
+def warm_up():
+    """Run FK, Jacobians, every method and every nullspace goal once."""
+    chain = load_chain(_URDF, 'a', 'd')
+    q = chain.mid_configuration()
+    chain.fk_batch(q[None, :])
+    chain.jacobian_batch(q[None, :])
+    target = chain.fk(q)
+    goals = NullspaceGoals(posture=1.0, limits=1.0, manipulability=1.0, pole=1.0, pole_link='c',
+                           pole_target=np.zeros(3), iterations=1)
+    for method in METHOD_NAMES:
+        IKSolver(chain, method=method, max_attempts=2).solve(target, q)
+    IKSolver(chain, nullspace=goals, weights=(1, 1, 1, 0, 0, 0)).solve(target, q)
+    far = target.copy()
+    far[0, 3] = 10.0
+    IKSolver(chain).solve(far, q)
+
+
+if __name__ == '__main__':
+    warm_up()
