@@ -62,14 +62,15 @@ class Chain:
         return [j.name for j in self.joints]
 
     def __post_init__(self):
-        # Limits as arrays once: the solver reads them on every call.
+        # Limits as arrays once: the solver reads them on every call.  The sampling
+        # range is the limits, with [-pi, pi] for continuous joints.
         self.lower = np.array([j.lower for j in self.joints])
         self.upper = np.array([j.upper for j in self.joints])
         self.velocity_limits = np.array([j.velocity for j in self.joints])
         self.continuous = np.array([j.continuous for j in self.joints])
-        self._sample_lo = np.where(self.continuous, -np.pi, self.lower)
-        self._sample_hi = np.where(self.continuous, np.pi, self.upper)
-        self._mid = 0.5 * (self._sample_lo + self._sample_hi)
+        self.sample_lower = np.where(self.continuous, -np.pi, self.lower)
+        self.sample_upper = np.where(self.continuous, np.pi, self.upper)
+        self._mid = 0.5 * (self.sample_lower + self.sample_upper)
 
     @property
     def kin_args(self):
@@ -87,7 +88,7 @@ class Chain:
     def random_configuration(self, rng, size=None):
         """Uniform samples within the limits ([-pi, pi] for continuous joints)."""
         shape = (self.n,) if size is None else (size, self.n)
-        return rng.uniform(self._sample_lo, self._sample_hi, size=shape)
+        return rng.uniform(self.sample_lower, self.sample_upper, size=shape)
 
     def within_limits(self, q, tol=1e-9):
         q = np.asarray(q)

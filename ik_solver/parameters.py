@@ -46,7 +46,7 @@ PARAMETERS = (
     Param('damping_max', 0.05, 'adaptive_dls: largest damping lambda_max', 0.0, 10.0),
     Param('epsilon', 0.05, 'adaptive_dls: damping starts below this smallest singular value', 1e-6, 10.0),
     Param('alpha', 0.0, "transpose: gain; 0 selects Buss's optimal step", 0.0, 100.0),
-    Param('lm_bias', 1e-4, 'lm: damping floor added to the error-dependent damping', 0.0, 1.0),
+    Param('lm_bias', 1e-5, 'lm: damping floor added to the error-dependent damping', 0.0, 1.0),
     Param('mode', 'first', "'first': the first solution; 'closest': search until timeout for the one "
           'with the smallest largest-joint move from the seed', choices=('first', 'closest')),
     Param('position_only', False, 'Ignore target orientations'),

@@ -23,6 +23,12 @@ CONVERGED, STALLED, MAX_ITER, NOT_FINITE = 0, 1, 2, 3
 #: size below which the secondary goal counts as settled.
 NS_MAX_STEP = 0.1
 NS_SETTLED = 1e-5
+#: Stall test: an attempt restarts after ``patience`` iterations without the error
+#: dropping below PROGRESS x its best; close to the goal (error < NEAR_ERROR) slow
+#: but steady progress (NEAR_PROGRESS) still counts, so converging attempts finish.
+PROGRESS = 0.9
+NEAR_ERROR = 1e-3
+NEAR_PROGRESS = 0.99
 #: Attempts per kernel call; the wall clock is checked between calls.
 ATTEMPTS_PER_CHUNK = 4
 _REPORT_START = np.array([np.inf, np.inf, 0.0, np.nan, 0.0, MAX_ITER])
@@ -52,7 +58,7 @@ class SolverOptions:
     damping_max: float = 0.05             # adaptive_dls lambda_max
     epsilon: float = 0.05                 # adaptive_dls: damp below this sigma_min
     svd_cutoff: float = 1e-6              # pinv and nullspace: smaller sigma count as zero
-    lm_bias: float = 1e-4                 # lm: damping floor w_bias
+    lm_bias: float = 1e-5                 # lm: damping floor w_bias
     patience: int = 5                     # iterations without 10 % progress -> restart
     weights: tuple = (1.0, 1.0, 1.0, 1.0, 1.0, 1.0)  # (x, y, z, rx, ry, rz); 0 ignores an axis
     mode: str = 'first'                   # 'first' or 'closest' (L-inf from the seed, until timeout)
@@ -79,7 +85,7 @@ class SolverOptions:
             raise ValueError(f"mode must be 'first' or 'closest', got '{self.mode}'")
 
 
-@dataclass
+@dataclass(slots=True)
 class IKResult:
     """Outcome of one solve.
 
@@ -213,7 +219,7 @@ def _attempt(q, chain, lower, upper, R_target, p_target, sw, method, fp, max_ite
         if have_conv:
             continue
         err = pe + re
-        if err < 0.9 * best:
+        if err < (NEAR_PROGRESS if err < NEAR_ERROR else PROGRESS) * best:
             best = err
             stall = 0
         else:
@@ -275,6 +281,27 @@ def _search_chunk(q, chain, lower, upper, R_target, p_target, sw, method, fp, ip
     return status
 
 
+SEED_OK, SEED_NOT_FINITE, SEED_OUTSIDE = 0, 1, 2
+SEED_SLACK = 1e-6
+
+
+@njit(cache=True)
+def _prepare_seed(seed, lower, upper, continuous, clamped, search_lower, search_upper):
+    """Check a seed, clamp it into the limits, and set the search bounds (continuous joints: seed +- pi)."""
+    code = SEED_OK
+    for i in range(seed.shape[0]):
+        if not np.isfinite(seed[i]):
+            return SEED_NOT_FINITE
+        if seed[i] < lower[i] - SEED_SLACK or seed[i] > upper[i] + SEED_SLACK:
+            code = SEED_OUTSIDE
+        clamped[i] = min(upper[i], max(lower[i], seed[i]))
+        if continuous[i]:
+            search_lower[i], search_upper[i] = seed[i] - np.pi, seed[i] + np.pi
+        else:
+            search_lower[i], search_upper[i] = lower[i], upper[i]
+    return code
+
+
 def wrap_near(q, reference, continuous):
     """Continuous joints moved by whole turns to lie within pi of the reference."""
     d = np.where(continuous, np.remainder(q - reference + np.pi, 2 * np.pi) - np.pi, q - reference)
@@ -291,6 +318,7 @@ class IKSolver:
     def __init__(self, chain, options=None, **overrides):
         self.chain = chain
         self._reach = self._reach_bound()
+        self._has_continuous = bool(chain.continuous.any())
         self.options = replace(options or SolverOptions(), **overrides)
         self._plan = self._prepare(self.options)
 
@@ -303,40 +331,11 @@ class IKSolver:
         start = time.perf_counter()
         plan = self._prepare(replace(self.options, **overrides)) if overrides else self._plan
         target = check_pose(target)
-        seed = self._check_seed(seed)
+        seed, bounds = self._check_seed(seed)
         d = target[:3, 3] - self.chain.origin_p[0]
         if plan.reach_check and d @ d > self._reach * self._reach:
-            return self._unreachable(target, seed, plan, start, float(np.sqrt(d @ d)))
-        return self._search(target, seed, plan, start)
-
-    def _unreachable(self, target, seed, plan, start, distance):
-        """Out of reach for certain: one chunk of attempts only, for the best approximation."""
-        q, report = self._run_chunk(target, seed, plan, first=True)
-        message = (f'target is {distance:.3f} m from the first joint, beyond the chain reach of '
-                   f'{self._reach:.3f} m; best approximation error {report[OUT_POS]:.3f} m')
-        return self._result(False, q, report[OUT_POS], report[OUT_ROT], int(report[OUT_ITERS]),
-                            int(report[OUT_ATTEMPTS]) - 1, start, REASON_UNREACHABLE, message)
-
-    def _run_chunk(self, target, seed, plan, first):
-        """One kernel call from the seed: (best joints, report)."""
-        lower, upper = self._bounds(seed)
-        ip = plan.ip.copy()
-        ip[IP_RESEED] = ip[IP_FIRST_FROM_SEED] = int(first)
-        report = _REPORT_START.copy()
-        best_q = seed.copy()
-        q = seed.copy()
-        status = _search_chunk(q, self.chain.kin_args, lower, upper, np.ascontiguousarray(target[:3, :3]),
-                               np.ascontiguousarray(target[:3, 3]), plan.sw, plan.method, plan.fp, ip,
-                               *plan.ns_args, best_q, report)
-        return (q if status == CONVERGED else best_q), report
-
-    def _bounds(self, seed):
-        """Joint bounds of a search; continuous joints within pi of the seed."""
-        continuous = self.chain.continuous
-        if not continuous.any():
-            return self.chain.lower, self.chain.upper
-        return (np.where(continuous, seed - np.pi, self.chain.lower),
-                np.where(continuous, seed + np.pi, self.chain.upper))
+            return self._unreachable(target, seed, bounds, plan, start, float(np.sqrt(d @ d)))
+        return self._search(target, seed, bounds, plan, start)
 
     def solve_batch(self, targets, seeds=None, **overrides):
         """Solve many targets (B x 4 x 4), or one target from many seeds (seeds B x n)."""
@@ -350,6 +349,27 @@ class IKSolver:
         elif len(seeds) != len(targets):
             raise ValueError(f'{len(targets)} targets but {len(seeds)} seeds')
         return [self.solve(t, s, **overrides) for t, s in zip(targets, seeds)]
+
+    def _unreachable(self, target, seed, bounds, plan, start, distance):
+        """Out of reach for certain: one chunk of attempts only, for the best approximation."""
+        q, report = self._run_chunk(target, seed, bounds, plan, first=True)
+        message = (f'target is {distance:.3f} m from the first joint, beyond the chain reach of '
+                   f'{self._reach:.3f} m; best approximation error {report[OUT_POS]:.3f} m')
+        return self._result(False, q, report[OUT_POS], report[OUT_ROT], int(report[OUT_ITERS]),
+                            int(report[OUT_ATTEMPTS]) - 1, start, REASON_UNREACHABLE, message)
+
+    def _run_chunk(self, target, seed, bounds, plan, first):
+        """One kernel call from the seed: (best joints, report)."""
+        lower, upper = bounds
+        ip = plan.ip.copy()
+        ip[IP_RESEED] = ip[IP_FIRST_FROM_SEED] = int(first)
+        report = _REPORT_START.copy()
+        best_q = seed.copy()
+        q = seed.copy()
+        status = _search_chunk(q, self.chain.kin_args, lower, upper, np.ascontiguousarray(target[:3, :3]),
+                               np.ascontiguousarray(target[:3, 3]), plan.sw, plan.method, plan.fp, ip,
+                               *plan.ns_args, best_q, report)
+        return (q if status == CONVERGED else best_q), report
 
     def _prepare(self, opts):
         """Validate options and turn them into the kernel's arguments, once per option set."""
@@ -366,10 +386,10 @@ class IKSolver:
         ns_args = (weights, q_pref, pole, np.ascontiguousarray(elbow_offset, dtype=float))
         return _Plan(opts, method_id(opts.method), fp, sw, ip, ns_args, bool(sw[:3].any()))
 
-    def _search(self, target, seed, plan, start):
+    def _search(self, target, seed, bounds, plan, start):
         opts = plan.options
         continuous = self.chain.continuous
-        lower, upper = self._bounds(seed)
+        lower, upper = bounds
         R_target = np.ascontiguousarray(target[:3, :3])
         p_target = np.ascontiguousarray(target[:3, 3])
         ip = plan.ip.copy()
@@ -385,7 +405,7 @@ class IKSolver:
                                    plan.method, plan.fp, ip, *plan.ns_args, best_q, report)
             ip[IP_RESEED] = ip[IP_FIRST_FROM_SEED] = 0
             if status == CONVERGED:
-                q = wrap_near(q, seed, continuous) if continuous.any() else q
+                q = wrap_near(q, seed, continuous) if self._has_continuous else q
                 if chosen is None or _linf(q, seed) < _linf(chosen[0], seed):
                     chosen = (q, report[:2].copy())
                 if opts.mode == 'first':
@@ -396,7 +416,9 @@ class IKSolver:
         iterations, attempts = int(report[OUT_ITERS]), int(report[OUT_ATTEMPTS])
         if chosen is not None:
             q, o = chosen
-            return self._result(True, q, o[0], o[1], iterations, attempts - 1, start, REASON_OK, '')
+            # Every iterate is clamped into the limits inside the kernel: nothing to clip here.
+            return IKResult(True, q, float(o[0]), float(o[1]), iterations, attempts - 1,
+                            time.perf_counter() - start)
         return self._failure(best_q, report, seed, start, opts)
 
     def _failure(self, q, report, seed, start, opts):
@@ -423,19 +445,23 @@ class IKSolver:
                         time.perf_counter() - start, reason, message, float(sigma_min))
 
     def _check_seed(self, seed):
+        """(seed clamped into the limits, search bounds); ValueError for a bad seed."""
+        c = self.chain
+        bounds = (np.empty(c.n), np.empty(c.n))
         if seed is None:
-            return self.chain.mid_configuration()
-        seed = np.array(seed, dtype=float).ravel()
-        if seed.shape != (self.chain.n,):
-            raise ValueError(f'seed has {seed.size} values, the chain has {self.chain.n} joints '
-                             f'({", ".join(self.chain.joint_names)})')
-        if not np.isfinite(seed).all():
+            seed = c.mid_configuration()
+        seed = np.asarray(seed, dtype=float)
+        if seed.shape != (c.n,):
+            raise ValueError(f'seed has {seed.size} values, the chain has {c.n} joints ({", ".join(c.joint_names)})')
+        clamped = np.empty(c.n)
+        code = _prepare_seed(seed, c.lower, c.upper, c.continuous, clamped, *bounds)
+        if code == SEED_NOT_FINITE:
             raise ValueError(f'seed contains NaN or inf: {seed.tolist()}')
-        outside = (seed < self.chain.lower - 1e-6) | (seed > self.chain.upper + 1e-6)
-        if outside.any():
-            names = [n for n, o in zip(self.chain.joint_names, outside) if o]
+        if code == SEED_OUTSIDE:
+            outside = (seed < c.lower - SEED_SLACK) | (seed > c.upper + SEED_SLACK)
+            names = [n for n, o in zip(c.joint_names, outside) if o]
             raise ValueError(f'seed is outside the joint limits for {", ".join(names)}')
-        return np.clip(seed, self.chain.lower, self.chain.upper)
+        return clamped, bounds
 
     def _reach_bound(self):
         """Upper bound on the tip's distance from the first joint: link lengths plus prismatic travel."""

@@ -111,16 +111,29 @@ def check_rotation(R, what='rotation'):
     return R
 
 
+@njit(cache=True)
+def _pose_defect(T):
+    """0 if T is a valid homogeneous transform, else a code for _POSE_DEFECTS."""
+    for r in range(3):
+        if not np.isfinite(T[r, 3]):
+            return 4
+    if T[3, 0] != 0.0 or T[3, 1] != 0.0 or T[3, 2] != 0.0 or T[3, 3] != 1.0:
+        return 5
+    return _rotation_defect(T[:3, :3])
+
+
+_POSE_DEFECTS = {4: 'position contains NaN or inf', 5: 'last row must be [0, 0, 0, 1]',
+                 **{k: f'rotation {v}' for k, v in _ROTATION_DEFECTS.items()}}
+
+
 def check_pose(T, what='target pose'):
     """Validate a 4x4 homogeneous transform: finite, orthonormal rotation, last row 0 0 0 1."""
     T = np.asarray(T, dtype=float)
     if T.shape != (4, 4):
         raise ValueError(f'{what} must be a 4x4 transform, got shape {T.shape}')
-    if not np.isfinite(T[:3, 3]).all():
-        raise ValueError(f'{what} position contains NaN or inf')
-    if T[3, 0] != 0 or T[3, 1] != 0 or T[3, 2] != 0 or T[3, 3] != 1:
-        raise ValueError(f'{what} last row must be [0, 0, 0, 1]')
-    check_rotation(T[:3, :3], f'{what} rotation')
+    defect = _pose_defect(T)
+    if defect:
+        raise ValueError(f'{what} {_POSE_DEFECTS[defect]}')
     return T
 
 

@@ -1,0 +1,217 @@
+"""IK benchmark: the TRAC-IK protocol on URDF chains, per method, against Robotics Toolbox.
+
+For each robot: N random joint vectors within the limits (fixed RNG seed),
+targets = their FK, every solve seeded at the middle of the limits with a
+wall-clock budget; a solve counts only if its own FK check gives < 1e-5 m and
+< 1e-4 rad within the limits.  Prints success, median / mean / p95 time per
+solve and mean iterations.  ``--tracking`` follows a smooth path seeded with
+the previous solution.  Where roboticstoolbox-python is installed, its C++
+``ik_LM`` solves the same targets in the same run.
+
+    python -m ik_solver.bench                       # all robots, N = 1000
+    python -m ik_solver.bench --robots panda --methods lm dls -n 200
+    python -m ik_solver.bench --urdf my.urdf --base base_link --tip tool0
+"""
+import argparse
+import glob
+import os
+import site
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from .chain import load_chain
+from .kinematics import PRISMATIC
+from .methods import METHOD_NAMES
+from .resources import arm_files
+from .solver import IKSolver
+from .transforms import make_pose, rotation_vector
+
+POSITION_CHECK, ROTATION_CHECK = 1e-5, 1e-4
+METHOD_OPTIONS = {'transpose': {'max_iterations': 1000, 'patience': 50}}
+
+
+def _find(package_dir, relative):
+    for base in site.getsitepackages() + [site.getusersitepackages()]:
+        hits = glob.glob(os.path.join(base, package_dir, relative))
+        if hits:
+            return hits[0]
+    return None
+
+
+def robot_sources():
+    """Map robot names to (URDF path or None, base link, tip link)."""
+    return {
+        'ik7': (arm_files('ik7')[0], 'base_link', 'tool0'),
+        'ik6': (arm_files('ik6')[0], 'base_link', 'tool0'),
+        'ur5': (_find('cmeel.prefix', 'share/example-robot-data/robots/ur_description/urdf/ur5_robot.urdf'),
+                'base_link', 'tool0'),
+        'panda': (_find('cmeel.prefix', 'share/example-robot-data/robots/panda_description/urdf/panda.urdf'),
+                  'panda_link0', 'panda_hand_tcp'),
+        'iiwa14': (_find('rtbdata', 'xacro/kuka_description/kuka_lbr_iiwa/urdf/lbr_iiwa_14_r820.urdf'),
+                   'base_link', 'tool0'),
+    }
+
+
+def passes_check(chain, q, target):
+    if not (np.isfinite(q).all() and chain.within_limits(q)):
+        return False
+    T = chain.fk(q)
+    return (np.linalg.norm(T[:3, 3] - target[:3, 3]) < POSITION_CHECK
+            and np.linalg.norm(rotation_vector(target[:3, :3] @ T[:3, :3].T)) < ROTATION_CHECK)
+
+
+def summarize(name, ok, times, iterations=None):
+    t = np.asarray(times) * 1e6
+    its = f'{np.mean(iterations):8.1f}' if iterations is not None else f"{'-':>8}"
+    return (f'{name:<14} {100 * np.mean(ok):8.2f} {np.median(t):10.1f} {t.mean():10.1f} '
+            f'{np.percentile(t, 95):10.1f} {its}')
+
+
+HEADER = f"{'method':<14} {'success%':>8} {'median us':>10} {'mean us':>10} {'p95 us':>10} {'iters':>8}"
+
+
+def bench_methods(chain, targets, methods, timeout):
+    seed = chain.mid_configuration()
+    rows, medians = [], {}
+    for method in methods:
+        solver = IKSolver(chain, method=method, timeout=timeout, **METHOD_OPTIONS.get(method, {}))
+        solver.solve(targets[0], seed)
+        ok, times, its = [], [], []
+        for T in targets:
+            start = time.perf_counter()
+            result = solver.solve(T, seed)
+            times.append(time.perf_counter() - start)
+            ok.append(result.success and passes_check(chain, result.joints, T))
+            its.append(result.iterations)
+        rows.append(summarize(method, ok, times, its))
+        medians[method] = np.median(times)
+    return rows, medians
+
+
+def rtb_chain(chain):
+    """Build the same chain as a Robotics Toolbox ETS (axis-aligned joints); None if it cannot be."""
+    try:
+        import roboticstoolbox as rtb
+    except ImportError:
+        return None
+    if chain.mimic_joints:
+        return None
+    ets = []
+    for i in range(chain.axis.shape[0]):
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = chain.origin_R[i], chain.origin_p[i]
+        ets.append(rtb.ET.SE3(T))
+        k = int(np.argmax(np.abs(chain.axis[i])))
+        if abs(abs(chain.axis[i, k]) - 1.0) > 1e-12:
+            return None
+        kind = ('t' if chain.kind[i] == PRISMATIC else 'R') + 'xyz'[k]
+        lim = [chain.lower[i], chain.upper[i]] if np.isfinite(chain.lower[i]) else [-np.pi, np.pi]
+        ets.append(getattr(rtb.ET, kind)(flip=bool(chain.axis[i, k] < 0), qlim=lim))
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = chain.origin_R[-1], chain.origin_p[-1]
+    ets.append(rtb.ET.SE3(T))
+    return rtb.ETS(ets)
+
+
+def bench_rtb(chain, targets, timeout):
+    ets = rtb_chain(chain)
+    if ets is None:
+        return None, None
+    q0 = chain.mid_configuration()
+    drift = max(np.abs(ets.eval(q) - chain.fk(q)).max() for q in chain.random_configuration(
+        np.random.default_rng(1), 20))
+    # E = 1/2 |e|^2 < 5e-11 means |e| < 1e-5: as strict as our own tolerance.
+    ets.ik_LM(targets[0], q0=q0, tol=5e-11)
+    ok, times = [], []
+    for T in targets:
+        start = time.perf_counter()
+        sol = ets.ik_LM(T, q0=q0, tol=5e-11, ilimit=30, slimit=100, joint_limits=True)
+        times.append(time.perf_counter() - start)
+        ok.append(bool(sol.success) and passes_check(chain, np.asarray(sol.q), T))
+    return summarize('rtb ik_LM', ok, times) + f'   (FK agreement {drift:.1e})', np.median(times)
+
+
+def tracking(chain, timeout, rng, points=1000):
+    """Follow a figure-eight (0.1 m) at a fixed orientation, each solve seeded with the previous solution.
+
+    It starts from the best-conditioned of 200 poses in the middle half of every
+    joint's range, so that a continuous solution along the path exists.
+    """
+    mid, half = chain.mid_configuration(), 0.25 * (chain.sample_upper - chain.sample_lower)
+    Q = rng.uniform(mid - half, mid + half, size=(200, chain.n))
+    q0 = Q[np.argmax(np.linalg.svd(chain.jacobian_batch(Q), compute_uv=False)[:, -1])]
+    T0 = chain.fk(q0)
+    angle = np.linspace(0, 2 * np.pi, points)
+    offsets = 0.1 * np.stack([np.sin(angle), 0.5 * np.sin(2 * angle), np.zeros_like(angle)], axis=1)
+    solver = IKSolver(chain, timeout=timeout)
+    q, ok, times, jumps = q0, [], [], []
+    for d in offsets:
+        T = make_pose(T0[:3, 3] + T0[:3, :3] @ d, T0[:3, :3])
+        start = time.perf_counter()
+        result = solver.solve(T, q)
+        times.append(time.perf_counter() - start)
+        ok.append(result.success and passes_check(chain, result.joints, T))
+        jumps.append(np.abs(result.joints - q).max())
+        if result.success:
+            q = result.joints
+    return (f"{'tracking':<14} {100 * np.mean(ok):8.2f} {np.median(times) * 1e6:10.1f} "
+            f'{np.mean(times) * 1e6:10.1f}   largest joint step {max(jumps):.3f} rad, '
+            f'{int(np.sum(np.array(jumps) > 0.5))} jumps > 0.5 rad')
+
+
+def cold_start(urdf, base, tip):
+    """Seconds from a fresh interpreter to the end of its first solve (numba cache warm)."""
+    code = ('import time; t = time.perf_counter(); import numpy as np; '
+            'from ik_solver import load_chain, IKSolver; '
+            f'c = load_chain({urdf!r}, {base!r}, {tip!r}); q = c.mid_configuration(); '
+            'IKSolver(c).solve(c.fk(q * 0.5), q); print(time.perf_counter() - t)')
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip()), time.perf_counter() - start
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description='IK benchmark (TRAC-IK protocol)')
+    parser.add_argument('--robots', nargs='*', default=['ur5', 'panda', 'iiwa14', 'ik7', 'ik6'])
+    parser.add_argument('--urdf', help='benchmark this URDF instead (with --base and --tip)')
+    parser.add_argument('--base', default='base_link')
+    parser.add_argument('--tip', default='tool0')
+    parser.add_argument('-n', type=int, default=1000, help='random targets per robot')
+    parser.add_argument('--timeout', type=float, default=0.005, help='budget per solve [s]')
+    parser.add_argument('--methods', nargs='*', default=list(METHOD_NAMES))
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--no-tracking', action='store_true')
+    args = parser.parse_args(argv)
+    sources = {'urdf': (args.urdf, args.base, args.tip)} if args.urdf else robot_sources()
+    names = ['urdf'] if args.urdf else args.robots
+    print(f'N = {args.n} targets per robot, timeout {args.timeout * 1e3:.1f} ms, seed = middle of the limits, '
+          f'success = own FK check < {POSITION_CHECK} m and < {ROTATION_CHECK} rad within limits')
+    for name in names:
+        path, base, tip = sources[name]
+        if path is None:
+            print(f'\n{name}: not installed, skipped')
+            continue
+        chain = load_chain(path, base, tip)
+        rng = np.random.default_rng(args.seed)
+        targets = chain.fk_batch(chain.random_configuration(rng, args.n))
+        print(f'\n{name} ({chain.n} joints, {base} -> {tip})\n{HEADER}')
+        rows, medians = bench_methods(chain, targets, args.methods, args.timeout)
+        print('\n'.join(rows))
+        rtb_row, rtb_median = bench_rtb(chain, targets, args.timeout)
+        if rtb_row:
+            print(rtb_row)
+            if 'lm' in medians:
+                print(f'median time ratio lm / rtb ik_LM: {medians["lm"] / rtb_median:.2f}')
+        if not args.no_tracking:
+            print(tracking(chain, args.timeout, rng))
+    path, base, tip = sources[names[0]]
+    if path:
+        first, total = cold_start(path, base, tip)
+        print(f'\nfresh process: import + load + first solve {first:.2f} s ({total:.2f} s with interpreter start)')
+
+
+if __name__ == '__main__':
+    main()
