@@ -28,6 +28,7 @@ setup(
             'sim_arm_node = ik_solver.sim_arm:main',
             'ik_demo = ik_solver.demo:main',
             'ik_bench = ik_solver.bench:main',
+            'ik_bench_node = ik_solver.bench_node:main',
             'ik_compare_methods = ik_solver.compare_methods:main',
         ],
     },

@@ -1,6 +1,8 @@
 """Conversions between ROS messages and the numpy types of the core, with their checks."""
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Pose
+from array import array
+
 import numpy as np
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -63,14 +65,17 @@ def trajectory_message(names, path):
     """Build the JointTrajectory of a TimedPath; header.stamp zero means 'start now' to the controller."""
     msg = JointTrajectory()
     msg.joint_names = list(names)
-    for t, q, v, a in zip(path.times, path.positions, path.velocities, path.accelerations):
-        point = JointTrajectoryPoint()
-        point.positions = q.tolist()
-        point.velocities = v.tolist()
-        point.accelerations = a.tolist()
-        point.time_from_start = to_duration(t)
-        msg.points.append(point)
-    last = msg.points[-1]
-    last.velocities = [0.0] * len(names)
-    last.accelerations = [0.0] * len(names)
+    # array('d') is taken as is by the message setters; lists are checked element by element.
+    msg.points = [JointTrajectoryPoint(positions=array('d', q), velocities=array('d', v),
+                                       accelerations=array('d', a), time_from_start=to_duration(t))
+                  for t, q, v, a in zip(path.times, path.positions, path.velocities, path.accelerations)]
+    zeros = array('d', bytes(8 * len(names)))
+    msg.points[-1].velocities = zeros
+    msg.points[-1].accelerations = zeros
     return msg
+
+
+def final_joint_positions(msg, names):
+    """Positions of the last point of a JointTrajectory, in the order of ``names``."""
+    order = [list(msg.joint_names).index(n) for n in names]
+    return [msg.points[-1].positions[i] for i in order]

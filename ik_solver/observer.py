@@ -45,6 +45,7 @@ class ArmObserver(Node):
 
     def close(self):
         self._executor.shutdown()
+        self._thread.join(timeout=2.0)
         self.destroy_node()
 
     # -- recording --------------------------------------------------------------------------

@@ -39,3 +39,10 @@ def test_solver_options_from_defaults_build_a_solver(ik7):
     assert options.weights == (1.0, 1.0, 1.0, 0.0, 0.0, 0.0)
     np.testing.assert_array_equal(options.nullspace.q_pref, [0.1] * 7)
     IKSolver(ik7, options)
+
+
+def test_readme_documents_every_parameter():
+    import pathlib
+    readme = (pathlib.Path(__file__).resolve().parents[1] / 'README.md').read_text()
+    missing = [p.name for p in parameters.PARAMETERS if f'| `{p.name}` |' not in readme]
+    assert not missing, f'README parameter table lacks {missing}'

@@ -1,0 +1,162 @@
+"""Benchmark of the ROS side: readiness, latency, service round trip, memory, simulator real-time factor.
+
+Each node runs as its own process and is reached over DDS, as in use:
+
+    python -m ik_solver.bench_node
+"""
+import argparse
+import os
+import tempfile
+import time
+
+import numpy as np
+import rclpy
+from std_msgs.msg import Float64
+
+from ik_solver_interfaces.srv import SolveIK
+
+from .chain import load_chain
+from .launcher import NodeProcess, node_args
+from .messages import final_joint_positions, matrix_to_pose
+from .observer import ArmObserver
+from .resources import arm_files
+
+HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
+
+
+def rss_mb(pid):
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) / 1024.0
+    return float('nan')
+
+
+def cpu_seconds(pid):
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def start(module, **params):
+    urdf, config = arm_files('ik7')
+    log = tempfile.NamedTemporaryFile(prefix=f'bench_{module}_', suffix='.log', delete=False).name
+    return NodeProcess(module, node_args(config, {'urdf_file': urdf, **params}), log)
+
+
+def percentiles(values_ms):
+    v = np.asarray(values_ms)
+    return f'p50 {np.percentile(v, 50):.3f} ms, p99 {np.percentile(v, 99):.3f} ms (n = {len(v)})'
+
+
+def bench_ik_node(chain, observer, rate, seconds):
+    started = time.monotonic()
+    node = start('node')
+    while not observer.solve_client.service_is_ready():
+        time.sleep(0.005)
+    ready = time.monotonic() - started
+    try:
+        for _ in range(20):
+            observer_joints(observer, chain)
+            time.sleep(0.01)
+        latencies = target_latencies(chain, observer, rate, seconds)
+        round_trips = service_round_trips(chain, observer, 300)
+        memory = rss_mb(node.pid)
+    finally:
+        node.stop()
+    return ready, latencies, round_trips, memory
+
+
+def observer_joints(observer, chain):
+    from .messages import joint_state
+    msg = joint_state(chain.joint_names, HOME, observer.get_clock().now().to_msg())
+    msg.velocity = [0.0] * chain.n
+    observer.joint_pub.publish(msg)
+
+
+def target_latencies(chain, observer, rate, seconds):
+    """Publish targets at ``rate``; latency = trajectory received - target sent, matched by the goal."""
+    rng = np.random.default_rng(0)
+    targets = chain.fk_batch(HOME + rng.uniform(-0.3, 0.3, (int(rate * seconds), chain.n)))
+    sent = []
+    t0 = time.monotonic()
+    for k, T in enumerate(targets):
+        delay = t0 + k / rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        if k % 2 == 0:
+            observer_joints(observer, chain)
+        sent.append(observer.send_target(T))
+    time.sleep(0.5)
+    with observer.lock:
+        received = [(t, m) for t, m in observer.trajectories if t >= t0]
+    latencies = []
+    for t, msg in received:
+        p = chain.fk(final_joint_positions(msg, chain.joint_names))[:3, 3]
+        k = int(np.argmin(np.linalg.norm(targets[:, :3, 3] - p, axis=1)))
+        if np.linalg.norm(targets[k, :3, 3] - p) < 1e-4:
+            latencies.append((t - sent[k]) * 1e3)
+    print(f'  {len(received)} trajectories for {len(targets)} targets')
+    return latencies
+
+
+def service_round_trips(chain, observer, count):
+    rng = np.random.default_rng(1)
+    times = []
+    for q in HOME + rng.uniform(-0.3, 0.3, (count, chain.n)):
+        request = SolveIK.Request()
+        request.target.header.frame_id = chain.base_link
+        request.target.pose = matrix_to_pose(chain.fk(q))
+        start_time = time.monotonic()
+        response = observer.call(observer.solve_client, request)
+        times.append((time.monotonic() - start_time) * 1e3)
+        assert response is not None and response.success
+    return times
+
+
+def bench_simulator(observer, seconds):
+    factors = []
+    observer.create_subscription(Float64, '/sim_arm/real_time_factor', lambda m: factors.append(m.data), 10)
+    sim = start('sim_arm', physics_rate=1000.0, publish_rate=200.0)
+    try:
+        deadline = time.monotonic() + 20.0
+        while observer.latest_joints() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        cpu0, wall0 = cpu_seconds(sim.pid), time.monotonic()
+        count0 = len(observer.joint_log)
+        time.sleep(seconds)
+        cpu = (cpu_seconds(sim.pid) - cpu0) / (time.monotonic() - wall0)
+        rate = (len(observer.joint_log) - count0) / (time.monotonic() - wall0)
+    finally:
+        sim.stop()
+    return factors, cpu, rate
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--rate', type=float, default=200.0, help='target stream rate [Hz]')
+    parser.add_argument('--seconds', type=float, default=5.0)
+    args = parser.parse_args(argv)
+    rclpy.init()
+    chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
+    observer = ArmObserver(chain.joint_names)
+    from sensor_msgs.msg import JointState
+    observer.joint_pub = observer.create_publisher(JointState, '/joint_states', 10)
+    try:
+        ready, latencies, round_trips, memory = bench_ik_node(chain, observer, args.rate, args.seconds)
+        print(f'ik_solver_node ready (solve service available) {ready:.2f} s after start')
+        print(f'target -> trajectory at {args.rate:.0f} Hz: {percentiles(latencies)}')
+        print(f'~/solve service round trip: {percentiles(round_trips)}')
+        print(f'ik_solver_node resident memory: {memory:.0f} MB')
+        with observer.lock:
+            observer.joint_log.clear()
+        factors, cpu, rate = bench_simulator(observer, 10.0)
+        print(f'sim_arm_node, 7-DoF, 1 kHz physics: real-time factor {np.mean(factors[1:]):.3f} '
+              f'(min {np.min(factors[1:]):.3f}), {100 * cpu:.0f} % of one core, joint_states at {rate:.0f} Hz')
+    finally:
+        observer.close()
+        rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    main()
