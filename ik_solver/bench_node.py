@@ -9,14 +9,13 @@ import os
 import tempfile
 import time
 
+from ik_solver_interfaces.srv import SolveIK
 import numpy as np
 import rclpy
 from std_msgs.msg import Float64
 
-from ik_solver_interfaces.srv import SolveIK
-
 from .chain import load_chain
-from .launcher import NodeProcess, node_args
+from .launcher import node_args, NodeProcess
 from .messages import final_joint_positions, matrix_to_pose
 from .observer import ArmObserver
 from .resources import arm_files

@@ -1,8 +1,8 @@
 """Conversions between ROS messages and the numpy types of the core, with their checks."""
-from builtin_interfaces.msg import Duration
-from geometry_msgs.msg import Pose
 from array import array
 
+from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import Pose
 import numpy as np
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint

@@ -31,6 +31,7 @@ from .messages import joint_positions, joint_state, matrix_to_pose, pose_to_matr
 from .nullspace import manipulability
 from .robot_frames import RobotFrames
 from .solver import IKSolver, sigma_min
+from .spin import run_node
 from .trajectory import plan_move
 from .urdf_loader import parse_robot
 from .warmup import warm_up
@@ -460,15 +461,7 @@ class IKSolverNode(Node):
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = IKSolverNode()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(IKSolverNode, args)
 
 
 if __name__ == '__main__':

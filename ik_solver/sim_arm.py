@@ -12,7 +12,6 @@ import time
 from geometry_msgs.msg import PoseStamped
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
-import rclpy
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
@@ -22,6 +21,7 @@ from . import jtc
 from .chain import chain_from_robot
 from .messages import matrix_to_pose
 from .simulation import ArmSimulation
+from .spin import run_node
 from .urdf_loader import parse_robot
 
 #: If the physics falls this far behind the wall clock, it skips ahead instead of racing.
@@ -148,15 +148,7 @@ class SimArmNode(Node):
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = SimArmNode()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(SimArmNode, args)
 
 
 if __name__ == '__main__':

@@ -48,10 +48,7 @@ colcon --log-base "$ROOT/log" build --base-paths "$ROOT" "$ROOT/ik_solver_interf
   --event-handlers console_cohesion+ status- summary- >"$ROOT/log/setup_build.txt" 2>&1 \
   || { cat "$ROOT/log/setup_build.txt"; echo "[setup] colcon build failed"; exit 1; }
 # Fill numba's on-disk cache for the source tree and the installed copy (seconds when warm).
-set +u
-# shellcheck disable=SC1091
-source "$ROOT/install/setup.bash"
-set -u
+source "$ROOT/scripts/env.sh"
 (cd "$ROOT" && python -m ik_solver.warmup)
 (cd /tmp && python -m ik_solver.warmup)
 echo "[setup] done: source $ROOT/scripts/env.sh to use it"

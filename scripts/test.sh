@@ -4,10 +4,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh"
-set +u  # colcon's setup files read unset variables
-# shellcheck disable=SC1091
 source "$ROOT/scripts/env.sh"
-set -u
 cd "$ROOT"
 colcon --log-base "$ROOT/log" test --base-paths "$ROOT" "$ROOT/ik_solver_interfaces" \
   --build-base "$ROOT/build" --install-base "$ROOT/install" \

@@ -1,8 +1,7 @@
 """The method comparison: near a singularity pinv asks for huge steps, DLS stays bounded; the figure is written."""
+from ik_solver import compare_methods
 import numpy as np
 import pytest
-
-from ik_solver import compare_methods
 
 
 def test_pinv_explodes_and_dls_stays_bounded_near_singularity(ik7):
