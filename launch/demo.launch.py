@@ -19,12 +19,15 @@ def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument('kinematic', default_value='false', description='No physics: perfect tracking'),
         DeclareLaunchArgument('output_dir', default_value='/tmp/ik_demo', description='Where the figure goes'),
+        DeclareLaunchArgument('start_robot_state_publisher', default_value='true',
+                              description='Also start robot_state_publisher (for RViz)'),
         Node(package='ik_solver', executable='sim_arm_node', name='sim_arm', output='screen',
              parameters=[config, {'robot_description': description,
                                   'kinematic': LaunchConfiguration('kinematic')}]),
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(PathJoinSubstitution([share, 'launch', 'ik_solver.launch.py'])),
-            launch_arguments={'robot': 'ik7'}.items()),
+            launch_arguments={'robot': 'ik7', 'start_robot_state_publisher':
+                              LaunchConfiguration('start_robot_state_publisher')}.items()),
         Node(package='ik_solver', executable='ik_demo', name='ik_demo', output='screen',
              arguments=['--attach', '--output-dir', LaunchConfiguration('output_dir')]),
     ])

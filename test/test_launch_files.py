@@ -33,7 +33,11 @@ def test_demo_launch_declares_its_arguments():
 
 def test_launch_files_describe_without_errors():
     pytest.importorskip('launch_ros', reason='launch_ros is not installed (not on PyPI); needs a ROS 2 install')
+    from launch import LaunchContext
+    from launch.actions import DeclareLaunchArgument
     from launch.launch_description_sources import PythonLaunchDescriptionSource
     for name in ('ik_solver.launch.py', 'demo.launch.py'):
-        description = PythonLaunchDescriptionSource(str(LAUNCH_DIR / name)).get_launch_description(None)
-        assert description.entities
+        source = PythonLaunchDescriptionSource(str(LAUNCH_DIR / name))
+        description = source.get_launch_description(LaunchContext())
+        declared = {e.name for e in description.entities if isinstance(e, DeclareLaunchArgument)}
+        assert declared == declared_arguments(LAUNCH_DIR / name)[0]
