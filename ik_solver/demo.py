@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import rclpy
+from rclpy.signals import SignalHandlerOptions
 
 from .chain import load_chain
 from .launcher import node_args, NodeProcess
@@ -186,7 +187,9 @@ def main(argv=None):
     parser.add_argument('--attach', action='store_true', help='use running nodes instead of starting them')
     args, _ = parser.parse_known_args(argv)  # ros2 launch appends --ros-args
     started = time.monotonic()
-    rclpy.init()
+    # Without rclpy's signal handlers Ctrl-C is a KeyboardInterrupt here, so the
+    # cleanup below runs with a valid context.
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     demo = Demo('ik7', args.output_dir, args.kinematic, args.attach)
     ok = False
     try:
@@ -201,9 +204,9 @@ def main(argv=None):
     except KeyboardInterrupt:
         print('\ninterrupted: stopping the nodes')
     finally:
+        demo.stop()  # the child processes first: they must not outlive the demo
         if hasattr(demo, 'observer'):
             demo.observer.close()
-        demo.stop()
         rclpy.try_shutdown()
     return 0 if ok else 1
 
