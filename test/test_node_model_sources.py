@@ -5,15 +5,14 @@ import pytest
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 pytest.importorskip('ik_solver_interfaces.srv', reason='ik_solver_interfaces is not built')
 
-from geometry_msgs.msg import PoseStamped, TransformStamped  # noqa: E402, I100
+from conftest import URDF_DIR  # noqa: E402, I100
+from geometry_msgs.msg import PoseStamped, TransformStamped  # noqa: E402
 from ik_solver.messages import matrix_to_pose  # noqa: E402
 from ik_solver.node import IKSolverNode, SolveError  # noqa: E402
 from ik_solver.transforms import make_pose  # noqa: E402
 from ik_solver_interfaces.srv import SolveIK  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
-
-from conftest import URDF_DIR  # noqa: E402
 
 
 @pytest.fixture
