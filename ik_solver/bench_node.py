@@ -6,6 +6,7 @@ Each node runs as its own process and is reached over DDS, as in use:
 """
 import argparse
 import os
+import sys
 import tempfile
 import time
 
@@ -21,6 +22,47 @@ from .observer import ArmObserver
 from .resources import arm_files
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
+
+
+class EchoNode:
+    """The floor: an rclpy node that answers each target with a one-point trajectory, solving nothing."""
+
+    def __new__(cls):
+        from geometry_msgs.msg import PoseStamped
+        from rclpy.node import Node
+        from rclpy.qos import QoSProfile
+        from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+        node = Node('ik_solver')
+        pub = node.create_publisher(JointTrajectory, '/joint_trajectory_controller/joint_trajectory', 10)
+
+        def echo(msg):
+            pub.publish(JointTrajectory(joint_names=['x'], points=[JointTrajectoryPoint(
+                positions=[msg.pose.position.x, msg.pose.position.y, msg.pose.position.z])]))
+        node.create_subscription(PoseStamped, '~/target_pose', echo, QoSProfile(depth=1))
+        return node
+
+
+def echo_latencies(observer, rate, seconds):
+    """Target -> reply latency of EchoNode in its own process: rclpy's own cost, for comparison."""
+    log = tempfile.NamedTemporaryFile(prefix='bench_echo_', suffix='.log', delete=False).name
+    echo = NodeProcess('bench_node', [], log, args=['--echo'])
+    try:
+        time.sleep(2.0)
+        t0 = time.monotonic()
+        sent = []
+        for k in range(int(rate * seconds)):
+            delay = t0 + k / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            T = np.eye(4)
+            T[0, 3] = k
+            sent.append(observer.send_target(T))
+        time.sleep(0.5)
+        with observer.lock:
+            received = [(t, m) for t, m in observer.trajectories if t >= t0]
+        return [(t - sent[int(round(m.points[0].positions[0]))]) * 1e3 for t, m in received]
+    finally:
+        echo.stop()
 
 
 def rss_mb(pid):
@@ -135,7 +177,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--rate', type=float, default=200.0, help='target stream rate [Hz]')
     parser.add_argument('--seconds', type=float, default=5.0)
-    args = parser.parse_args(argv)
+    parser.add_argument('--echo', action='store_true', help=argparse.SUPPRESS)  # run EchoNode (internal)
+    args, _ = parser.parse_known_args(argv)
+    if args.echo:
+        from .spin import run_node
+        return run_node(EchoNode, [a for a in sys.argv if a != '--echo'])
     rclpy.init()
     chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
     observer = ArmObserver(chain.joint_names)
@@ -147,6 +193,8 @@ def main(argv=None):
         print(f'target -> trajectory at {args.rate:.0f} Hz: {percentiles(latencies)}')
         print(f'~/solve service round trip: {percentiles(round_trips)}')
         print(f'ik_solver_node resident memory: {memory:.0f} MB')
+        floor = echo_latencies(observer, args.rate, args.seconds)
+        print(f'for comparison, an rclpy node that only echoes each target: {percentiles(floor)}')
         with observer.lock:
             observer.joint_log.clear()
         factors, cpu, rate = bench_simulator(observer, 10.0)

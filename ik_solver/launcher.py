@@ -13,11 +13,11 @@ from .resources import local_ros_env
 class NodeProcess:
     """One node as ``python -m ik_solver.<module> --ros-args ...``; output to a log file."""
 
-    def __init__(self, module, ros_args, log_path, env=None):
+    def __init__(self, module, ros_args, log_path, env=None, args=()):
         self.module = module
         self.log_path = log_path
         self._log = open(log_path, 'w')
-        cmd = [sys.executable, '-m', f'ik_solver.{module}', '--ros-args', *ros_args]
+        cmd = [sys.executable, '-m', f'ik_solver.{module}', *args, '--ros-args', *ros_args]
         self.process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=local_ros_env(env),
                                         start_new_session=True)
 
