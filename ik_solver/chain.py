@@ -77,10 +77,6 @@ class Chain:
         """Return the kernels' chain arguments, in their order."""
         return (self.origin_R, self.origin_p, self.axis, self.kind, self.var, self.mult, self.offset)
 
-    @property
-    def link_names(self):
-        return list(self.link_frames)
-
     def mid_configuration(self):
         """Middle of the limits; zero for continuous joints."""
         return self._mid.copy()
@@ -110,10 +106,6 @@ class Chain:
 
     def jacobian_batch(self, Q):
         return kin.jacobian_batch(self._check_batch(Q), *self.kin_args, self.n)
-
-    def link_joint_index(self, link):
-        """Index of the last movable joint that moves ``link`` (-1 if none does)."""
-        return self._link_frame(link)[0] if link != self.tip_link else self.axis.shape[0] - 1
 
     def _link_frame(self, link):
         if link is None:

@@ -45,16 +45,6 @@ def _matmul3(A, B, out):
 
 
 @njit(cache=True)
-def joint_values(q, var, mult, offset):
-    """Values of all movable joints from the variables (mimic joints follow their master)."""
-    n = var.shape[0]
-    out = np.empty(n)
-    for i in range(n):
-        out[i] = mult[i] * q[var[i]] + offset[i]
-    return out
-
-
-@njit(cache=True)
 def frames(q, origin_R, origin_p, axis, kind, var, mult, offset, R_out, p_out, a_out):
     """Base-frame poses of every joint's child frame and of the tip.
 

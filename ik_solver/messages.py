@@ -78,4 +78,4 @@ def trajectory_message(names, path):
 def final_joint_positions(msg, names):
     """Positions of the last point of a JointTrajectory, in the order of ``names``."""
     order = [list(msg.joint_names).index(n) for n in names]
-    return [msg.points[-1].positions[i] for i in order]
+    return np.array([msg.points[-1].positions[i] for i in order])

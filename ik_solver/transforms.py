@@ -100,17 +100,6 @@ def _rotation_defect(R):
 _ROTATION_DEFECTS = {1: 'contains NaN or inf', 2: 'is not orthonormal', 3: 'is a reflection (det -1)'}
 
 
-def check_rotation(R, what='rotation'):
-    """Raise ValueError unless R is a finite proper orthonormal 3x3 matrix."""
-    R = np.asarray(R, dtype=float)
-    if R.shape != (3, 3):
-        raise ValueError(f'{what} must be 3x3, got shape {R.shape}')
-    defect = _rotation_defect(R)
-    if defect:
-        raise ValueError(f'{what} {_ROTATION_DEFECTS[defect]}')
-    return R
-
-
 @njit(cache=True)
 def _pose_defect(T):
     """0 if T is a valid homogeneous transform, else a code for _POSE_DEFECTS."""

@@ -3,7 +3,6 @@ import os
 import tempfile
 import time
 
-import numpy as np
 import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
@@ -97,8 +96,3 @@ def poll(predicate, timeout=3.0):
 def trajectory_points(msg):
     return [(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9, list(p.positions), list(p.velocities),
              list(p.accelerations), list(p.effort)) for p in msg.points]
-
-
-def final_positions(msg, names):
-    order = [list(msg.joint_names).index(n) for n in names]
-    return np.array(msg.points[-1].positions)[order]

@@ -7,12 +7,12 @@ import time
 
 from geometry_msgs.msg import PoseStamped  # noqa: E402
 from ik_solver import jtc  # noqa: E402
-from ik_solver.messages import joint_state, matrix_to_pose  # noqa: E402
+from ik_solver.messages import final_joint_positions, joint_state, matrix_to_pose  # noqa: E402
 from ik_solver.transforms import make_pose  # noqa: E402
 from ik_solver_interfaces.srv import ComputeFK, SolveIK  # noqa: E402
 import numpy as np
 import pytest
-from ros_fixtures import final_positions, poll, Session, start, trajectory_points  # noqa: I100
+from ros_fixtures import poll, Session, start, trajectory_points  # noqa: I100
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 DOWN = [1.0, 0.0, 0.0, 0.0]
@@ -139,7 +139,7 @@ def test_target_topic_publishes_a_valid_trajectory(session, ik7):
     points = trajectory_points(msg)
     assert jtc.validate(list(msg.joint_names), points, ik7.joint_names, ik7.lower, ik7.upper) == []
     assert points[0][0] > 0
-    np.testing.assert_allclose(ik7.fk(final_positions(msg, ik7.joint_names))[:3, 3], T[:3, 3], atol=1e-5)
+    np.testing.assert_allclose(ik7.fk(final_joint_positions(msg, ik7.joint_names))[:3, 3], T[:3, 3], atol=1e-5)
     status = poll(lambda: session.statuses_since(t0))[-1]
     assert status.success and status.trajectory_published and status.source == 'topic'
     assert status.sigma_min > 0 and status.manipulability > 0
@@ -204,7 +204,7 @@ def test_guarded_approximation(session, ik7):
     msgs = poll(lambda: session.trajectories_since(t0))
     status = poll(lambda: session.statuses_since(t0))[-1]
     assert not status.success and status.trajectory_published and msgs
-    q = final_positions(msgs[-1], ik7.joint_names)
+    q = final_joint_positions(msgs[-1], ik7.joint_names)
     assert ik7.within_limits(q)
     assert np.linalg.norm(ik7.fk(q)[:3, 3] - stretched[:3, 3]) < 0.01
     # far beyond the guard: nothing
@@ -227,7 +227,7 @@ def test_burst_of_targets_is_solved_at_the_newest(session, ik7, rng):
     assert session.node.alive()
     msgs = session.trajectories_since(t0)
     assert 0 < len(msgs) < sent
-    np.testing.assert_allclose(ik7.fk(final_positions(msgs[-1], ik7.joint_names))[:3, 3], last[:3, 3], atol=1e-5)
+    np.testing.assert_allclose(ik7.fk(final_joint_positions(msgs[-1], ik7.joint_names))[:3, 3], last[:3, 3], atol=1e-5)
     # still answering normally afterwards
     T = ik7.fk(HOME)
     check_solution(ik7, session.observer.call(session.observer.solve_client, solve_request(T)), T)
