@@ -16,12 +16,14 @@ import rclpy
 from std_msgs.msg import Float64
 
 from .chain import load_chain
+from .demo import circle, DOWN
 from .launcher import node_args, NodeProcess
 from .messages import final_joint_positions, matrix_to_pose
 from .observer import ArmObserver
 from .resources import arm_files
+from .transforms import make_pose
 
-HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
+HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])  # service requests are solved around it
 
 
 class EchoNode:
@@ -91,54 +93,58 @@ def percentiles(values_ms):
 
 
 def bench_ik_node(chain, observer, rate, seconds):
+    """Node ready time; latency of a smooth 200 Hz stream followed by the simulated arm; memory; RTF."""
     started = time.monotonic()
     node = start('node')
-    while not observer.solve_client.service_is_ready():
-        time.sleep(0.005)
-    ready = time.monotonic() - started
     try:
-        for _ in range(20):
-            observer_joints(observer, chain)
-            time.sleep(0.01)
-        latencies = target_latencies(chain, observer, rate, seconds)
+        while not observer.solve_client.service_is_ready():
+            time.sleep(0.005)
+        ready = time.monotonic() - started
+        sim = start('sim_arm', physics_rate=1000.0, publish_rate=200.0)
+        factors = []
+        observer.create_subscription(Float64, '/sim_arm/real_time_factor', lambda m: factors.append(m.data), 10)
+        try:
+            while observer.latest_tip() is None:
+                time.sleep(0.01)
+            cpu0, wall0 = cpu_seconds(sim.pid), time.monotonic()
+            latencies, points = stream_latencies(chain, observer, rate, seconds)
+            sim_cpu = (cpu_seconds(sim.pid) - cpu0) / (time.monotonic() - wall0)
+        finally:
+            sim.stop()
         round_trips = service_round_trips(chain, observer, 300)
         memory = rss_mb(node.pid)
     finally:
         node.stop()
-    return ready, latencies, round_trips, memory
+    return ready, latencies, points, round_trips, memory, (factors, sim_cpu)
 
 
-def observer_joints(observer, chain):
-    from .messages import joint_state
-    msg = joint_state(chain.joint_names, HOME, observer.get_clock().now().to_msg())
-    msg.velocity = [0.0] * chain.n
-    observer.joint_pub.publish(msg)
-
-
-def target_latencies(chain, observer, rate, seconds):
-    """Publish targets at ``rate``; latency = trajectory received - target sent, matched by the goal."""
-    rng = np.random.default_rng(0)
-    targets = chain.fk_batch(HOME + rng.uniform(-0.3, 0.3, (int(rate * seconds), chain.n)))
+def stream_latencies(chain, observer, rate, seconds):
+    """Stream a circle at ``rate``; latency = trajectory received - its target sent (matched by the goal)."""
+    start_pose = make_pose([0.5, 0.0, 0.5], DOWN)
+    while observer.wait_status(observer.send_target(start_pose), timeout=0.5) is None:
+        pass  # the node's subscription is matched a moment after its service
+    observer.wait_settled(time.monotonic() + 0.1)
+    _, targets = circle(start_pose[:3, 3], 0.12, seconds, rate, 1, DOWN)  # one loop: every goal unique
+    goals = np.array([T[:3, 3] for T in targets])
     sent = []
     t0 = time.monotonic()
     for k, T in enumerate(targets):
         delay = t0 + k / rate - time.monotonic()
         if delay > 0:
             time.sleep(delay)
-        if k % 2 == 0:
-            observer_joints(observer, chain)
         sent.append(observer.send_target(T))
     time.sleep(0.5)
     with observer.lock:
         received = [(t, m) for t, m in observer.trajectories if t >= t0]
-    latencies = []
+    latencies, points = [], []
     for t, msg in received:
         p = chain.fk(final_joint_positions(msg, chain.joint_names))[:3, 3]
-        k = int(np.argmin(np.linalg.norm(targets[:, :3, 3] - p, axis=1)))
-        if np.linalg.norm(targets[k, :3, 3] - p) < 1e-4:
+        k = int(np.argmin(np.linalg.norm(goals - p, axis=1)))
+        if np.linalg.norm(goals[k] - p) < 1e-4:
             latencies.append((t - sent[k]) * 1e3)
+            points.append(len(msg.points))
     print(f'  {len(received)} trajectories for {len(targets)} targets')
-    return latencies
+    return latencies, points
 
 
 def service_round_trips(chain, observer, count):
@@ -155,24 +161,6 @@ def service_round_trips(chain, observer, count):
     return times
 
 
-def bench_simulator(observer, seconds):
-    factors = []
-    observer.create_subscription(Float64, '/sim_arm/real_time_factor', lambda m: factors.append(m.data), 10)
-    sim = start('sim_arm', physics_rate=1000.0, publish_rate=200.0)
-    try:
-        deadline = time.monotonic() + 20.0
-        while observer.latest_joints() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        cpu0, wall0 = cpu_seconds(sim.pid), time.monotonic()
-        count0 = len(observer.joint_log)
-        time.sleep(seconds)
-        cpu = (cpu_seconds(sim.pid) - cpu0) / (time.monotonic() - wall0)
-        rate = (len(observer.joint_log) - count0) / (time.monotonic() - wall0)
-    finally:
-        sim.stop()
-    return factors, cpu, rate
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--rate', type=float, default=200.0, help='target stream rate [Hz]')
@@ -185,21 +173,18 @@ def main(argv=None):
     rclpy.init()
     chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
     observer = ArmObserver(chain.joint_names)
-    from sensor_msgs.msg import JointState
-    observer.joint_pub = observer.create_publisher(JointState, '/joint_states', 10)
     try:
-        ready, latencies, round_trips, memory = bench_ik_node(chain, observer, args.rate, args.seconds)
+        ready, latencies, points, round_trips, memory, (factors, cpu) = bench_ik_node(
+            chain, observer, args.rate, args.seconds)
         print(f'ik_solver_node ready (solve service available) {ready:.2f} s after start')
-        print(f'target -> trajectory at {args.rate:.0f} Hz: {percentiles(latencies)}')
+        print(f'target -> trajectory, a circle streamed at {args.rate:.0f} Hz to the simulated arm: '
+              f'{percentiles(latencies)}, {np.mean(points):.1f} points per trajectory')
         print(f'~/solve service round trip: {percentiles(round_trips)}')
         print(f'ik_solver_node resident memory: {memory:.0f} MB')
         floor = echo_latencies(observer, args.rate, args.seconds)
         print(f'for comparison, an rclpy node that only echoes each target: {percentiles(floor)}')
-        with observer.lock:
-            observer.joint_log.clear()
-        factors, cpu, rate = bench_simulator(observer, 10.0)
-        print(f'sim_arm_node, 7-DoF, 1 kHz physics: real-time factor {np.mean(factors[1:]):.3f} '
-              f'(min {np.min(factors[1:]):.3f}), {100 * cpu:.0f} % of one core, joint_states at {rate:.0f} Hz')
+        print(f'sim_arm_node, 7-DoF, 1 kHz physics, during the stream: real-time factor '
+              f'{np.mean(factors):.3f} (min {np.min(factors):.3f}), {100 * cpu:.0f} % of one core')
     finally:
         observer.close()
         rclpy.try_shutdown()

@@ -76,6 +76,7 @@ class IKSolverNode(Node):
         super().__init__('ik_solver', **kwargs)
         warm_up()  # compiled kernels before any service is offered: available means ready
         self._declare_parameters()
+        self._refresh_cache()
         self.model = None
         self.solver = None
         self.positions = {}            # latest finite joint positions by name
@@ -114,10 +115,14 @@ class IKSolverNode(Node):
             self.declare_parameter(spec.name, spec.default, descriptor)
 
     def _param(self, name):
-        return self.get_parameter(name).value
+        """Return a declared parameter's value, from a cache kept by the post-set callback."""
+        return self._cache[name]
 
     def _values(self):
-        return {spec.name: self._param(spec.name) for spec in parameters.PARAMETERS}
+        return dict(self._cache)
+
+    def _refresh_cache(self):
+        self._cache = {spec.name: self.get_parameter(spec.name).value for spec in parameters.PARAMETERS}
 
     def _on_set_parameters(self, params):
         n = self.model.chain.n if self.model else None
@@ -138,6 +143,7 @@ class IKSolverNode(Node):
         return SetParametersResult(successful=True)
 
     def _after_set_parameters(self, params):
+        self._refresh_cache()
         if self.model is not None:
             self._build_solver()
 

@@ -19,7 +19,7 @@ import numpy as np
 #: Peak of ds/dtau for the minimum-jerk profile.
 PEAK_VELOCITY_FACTOR = 15.0 / 8.0
 #: Samples per move used to check velocity limits and overshoot.
-CHECK_SAMPLES = 64
+CHECK_SAMPLES = 32
 
 
 @dataclass
@@ -41,9 +41,9 @@ def quintic(p0, v0, a0, p1, v1, a1, h, s):
     c3 = (20 * (p1 - p0) - (8 * v1 + 12 * v0) * h - (3 * a0 - a1) * h ** 2) / (2 * h ** 3)
     c4 = (30 * (p0 - p1) + (14 * v1 + 16 * v0) * h + (3 * a0 - 2 * a1) * h ** 2) / (2 * h ** 4)
     c5 = (12 * (p1 - p0) - 6 * (v1 + v0) * h - (a0 - a1) * h ** 2) / (2 * h ** 5)
-    pos = p0 + v0 * s + 0.5 * a0 * s ** 2 + c3 * s ** 3 + c4 * s ** 4 + c5 * s ** 5
-    vel = v0 + a0 * s + 3 * c3 * s ** 2 + 4 * c4 * s ** 3 + 5 * c5 * s ** 4
-    acc = a0 + 6 * c3 * s + 12 * c4 * s ** 2 + 20 * c5 * s ** 3
+    pos = p0 + s * (v0 + s * (0.5 * a0 + s * (c3 + s * (c4 + s * c5))))
+    vel = v0 + s * (a0 + s * (3 * c3 + s * (4 * c4 + s * 5 * c5)))
+    acc = a0 + s * (6 * c3 + s * (12 * c4 + s * 20 * c5))
     return pos, vel, acc
 
 
@@ -67,8 +67,8 @@ def plan_move(q_start, q_goal, velocity_limits, velocity_scaling=1.0, min_durati
         raise ValueError('a move needs a positive duration: set min_duration > 0')
     v0 = np.zeros_like(q_start) if v_start is None else np.clip(np.asarray(v_start, float), -limit, limit)
     if np.any(v0):
-        duration = _stretch_for_velocity(q_start, v0, q_goal, limit, duration)
-        if lower is not None and not _stays_within(q_start, v0, q_goal, duration, lower, upper):
+        duration, inside = _fit_moving_start(q_start, v0, q_goal, limit, duration, lower, upper)
+        if not inside:
             v0 = np.zeros_like(q_start)
     count = max(1, int(np.ceil(duration / sample_period)))
     times = np.linspace(duration / count, duration, count)
@@ -80,22 +80,17 @@ def plan_move(q_start, q_goal, velocity_limits, velocity_scaling=1.0, min_durati
     return TimedPath(times, pos, vel, acc)
 
 
-def _check_grid(duration):
-    return np.linspace(0.0, duration, CHECK_SAMPLES)[:, None]
+def _fit_moving_start(q0, v0, q1, limit, duration, lower, upper):
+    """Lengthen a move from velocity v0 (20 % steps) until its peak velocity is within the limit.
 
-
-def _stretch_for_velocity(q0, v0, q1, limit, duration):
-    """Lengthen the move until its peak velocity is within the limit (a few 20 % steps at most)."""
+    Returns the duration and whether the move stays within [lower, upper] (None: no position limits).
+    """
     zero = np.zeros_like(q0)
     for _ in range(30):
-        _, vel, _ = quintic(q0, v0, zero, q1, zero, zero, duration, _check_grid(duration))
+        grid = np.linspace(0.0, duration, CHECK_SAMPLES)[:, None]
+        pos, vel, _ = quintic(q0, v0, zero, q1, zero, zero, duration, grid)
         if np.all(np.abs(vel) <= limit * (1 + 1e-9)):
             break
         duration *= 1.2
-    return duration
-
-
-def _stays_within(q0, v0, q1, duration, lower, upper):
-    zero = np.zeros_like(q0)
-    pos, _, _ = quintic(q0, v0, zero, q1, zero, zero, duration, _check_grid(duration))
-    return bool(np.all(pos >= lower) and np.all(pos <= upper))
+    inside = lower is None or bool(np.all(pos >= lower) and np.all(pos <= upper))
+    return duration, inside
