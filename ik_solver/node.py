@@ -71,6 +71,7 @@ class Model:
 
 
 class IKSolverNode(Node):
+    """Solves target poses and service requests for one chain; see the module docstring."""
 
     def __init__(self, **kwargs):
         super().__init__('ik_solver', **kwargs)
