@@ -352,24 +352,11 @@ class IKSolver:
 
     def _unreachable(self, target, seed, bounds, plan, start, distance):
         """Out of reach for certain: one chunk of attempts only, for the best approximation."""
-        q, report = self._run_chunk(target, seed, bounds, plan, first=True)
-        message = (f'target is {distance:.3f} m from the first joint, beyond the chain reach of '
-                   f'{self._reach:.3f} m; best approximation error {report[OUT_POS]:.3f} m')
-        return self._result(False, q, report[OUT_POS], report[OUT_ROT], int(report[OUT_ITERS]),
-                            int(report[OUT_ATTEMPTS]) - 1, start, REASON_UNREACHABLE, message)
-
-    def _run_chunk(self, target, seed, bounds, plan, first):
-        """One kernel call from the seed: (best joints, report)."""
-        lower, upper = bounds
-        ip = plan.ip.copy()
-        ip[IP_RESEED] = ip[IP_FIRST_FROM_SEED] = int(first)
-        report = _REPORT_START.copy()
-        best_q = seed.copy()
-        q = seed.copy()
-        status = _search_chunk(q, self.chain.kin_args, lower, upper, np.ascontiguousarray(target[:3, :3]),
-                               np.ascontiguousarray(target[:3, 3]), plan.sw, plan.method, plan.fp, ip,
-                               *plan.ns_args, best_q, report)
-        return (q if status == CONVERGED else best_q), report
+        result = self._search(target, seed, bounds, plan, start, one_chunk=True)
+        result.reason = REASON_UNREACHABLE
+        result.message = (f'target is {distance:.3f} m from the first joint, beyond the chain reach of '
+                          f'{self._reach:.3f} m; best approximation error {result.position_error:.3f} m')
+        return result
 
     def _prepare(self, opts):
         """Validate options and turn them into the kernel's arguments, once per option set."""
@@ -386,7 +373,7 @@ class IKSolver:
         ns_args = (weights, q_pref, pole, np.ascontiguousarray(elbow_offset, dtype=float))
         return _Plan(opts, method_id(opts.method), fp, sw, ip, ns_args, bool(sw[:3].any()))
 
-    def _search(self, target, seed, bounds, plan, start):
+    def _search(self, target, seed, bounds, plan, start, one_chunk=False):
         opts = plan.options
         continuous = self.chain.continuous
         lower, upper = bounds
@@ -411,7 +398,8 @@ class IKSolver:
                 if opts.mode == 'first':
                     break
                 report[OUT_POS] = report[OUT_ROT] = np.inf
-            if time.perf_counter() - start >= opts.timeout or report[OUT_ATTEMPTS] == opts.max_attempts:
+            if one_chunk or time.perf_counter() - start >= opts.timeout \
+                    or report[OUT_ATTEMPTS] == opts.max_attempts:
                 break
         iterations, attempts = int(report[OUT_ITERS]), int(report[OUT_ATTEMPTS])
         if chosen is not None:
