@@ -221,10 +221,10 @@ class IKSolverNode(Node):
             target = self._target_in_base(msg)
             result = self.solver.solve(target, seed)
         except SolveError as exc:
-            self._report_rejected('topic', exc.reason, str(exc), msg.header.stamp)
+            self._report_rejected('topic', exc.reason, str(exc))
             return
         except ValueError as exc:
-            self._report_rejected('topic', 'invalid_input', str(exc), msg.header.stamp)
+            self._report_rejected('topic', 'invalid_input', str(exc))
             return
         published = self._publish_solution(result, seed, velocity)
         self._report(result, 'topic', published)
@@ -337,14 +337,15 @@ class IKSolverNode(Node):
         try:
             seed, positions = self._request_seed(request.seed)
             target = self._target_in_base(request.target, positions)
-            result = self.solver.solve(target, seed, **self._overrides(request))
+            overrides = self._overrides(request)
+            result = self.solver.solve(target, seed, **overrides)
         except SolveError as exc:
             response.reason, response.message = REASON_CODES[exc.reason], str(exc)
-            self._report_rejected('service', exc.reason, str(exc), request.target.header.stamp)
+            self._report_rejected('service', exc.reason, str(exc))
             return
         except (ValueError, KeyError) as exc:
             response.reason, response.message = SolveIK.Response.INVALID_INPUT, str(exc.args[0])
-            self._report_rejected('service', 'invalid_input', response.message, request.target.header.stamp)
+            self._report_rejected('service', 'invalid_input', response.message)
             return
         response.success = result.success
         response.reason = REASON_CODES[result.reason]
@@ -354,7 +355,7 @@ class IKSolverNode(Node):
         response.orientation_error = result.orientation_error
         response.iterations = result.iterations
         response.solve_time = result.elapsed
-        self._report(result, 'service', False)
+        self._report(result, 'service', False, overrides.get('method'))
         self._publish_markers(target, result)
 
     def _request_seed(self, seed_msg):
@@ -414,12 +415,16 @@ class IKSolverNode(Node):
 
     # -- reporting ------------------------------------------------------------------------------
 
-    def _report(self, result, source, published):
+    def _new_status(self, source, method=None):
         status = SolveStatus()
         status.header.stamp = self.get_clock().now().to_msg()
-        status.header.frame_id = self.model.chain.base_link
+        status.header.frame_id = self.model.chain.base_link if self.model else ''
         status.source = source
-        status.method = self.solver.options.method
+        status.method = method or (self.solver.options.method if self.solver else '')
+        return status
+
+    def _report(self, result, source, published, method=None):
+        status = self._new_status(source, method)
         status.success = result.success
         status.reason = result.reason
         status.message = result.message
@@ -434,13 +439,9 @@ class IKSolverNode(Node):
         status.trajectory_published = published
         self.status_pub.publish(status)
 
-    def _report_rejected(self, source, reason, message, stamp):
+    def _report_rejected(self, source, reason, message):
         self.get_logger().warning(f'{source} target rejected ({reason}): {message}', throttle_duration_sec=1.0)
-        status = SolveStatus()
-        status.header.stamp = self.get_clock().now().to_msg()
-        status.header.frame_id = self.model.chain.base_link if self.model else ''
-        status.source = source
-        status.method = self.solver.options.method if self.solver else ''
+        status = self._new_status(source)
         status.reason = reason
         status.message = message
         status.position_error = status.orientation_error = float('inf')

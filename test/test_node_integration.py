@@ -70,7 +70,10 @@ def test_service_reachable_with_seed_and_overrides(session, ik7, rng):
         T = ik7.fk(HOME + rng.uniform(-0.3, 0.3, 7))
         request = solve_request(T, method=method, timeout=0.05,
                                 seed=joint_state(ik7.joint_names[::-1], HOME[::-1]))
+        t0 = time.monotonic()
         check_solution(ik7, session.observer.call(session.observer.solve_client, request), T)
+        status = poll(lambda: session.statuses_since(t0))[-1]
+        assert status.source == 'service' and status.method == method
 
 
 def test_service_position_only_and_weights(session, ik7):
