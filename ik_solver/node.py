@@ -18,6 +18,7 @@ from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescri
 import rclpy
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
@@ -33,6 +34,7 @@ from .robot_frames import RobotFrames
 from .solver import IKSolver, sigma_min
 from .spin import run_node
 from .trajectory import plan_move
+from .transforms import make_pose
 from .urdf_loader import parse_robot
 from .warmup import warm_up
 
@@ -306,16 +308,12 @@ class IKSolverNode(Node):
         return self._tf_lookup(base, frame) @ T
 
     def _tf_lookup(self, base, frame):
-        from .transforms import quaternion_to_matrix
         try:
-            tf = self._tf_buffer.lookup_transform(base, frame, rclpy.time.Time())
+            tf = self._tf_buffer.lookup_transform(base, frame, Time())
         except Exception as exc:  # tf2 raises several lookup exception types
             raise SolveError('unknown_frame', f'no transform {base} <- {frame}: {exc}') from None
         t, r = tf.transform.translation, tf.transform.rotation
-        T = np.eye(4)
-        T[:3, :3] = quaternion_to_matrix([r.x, r.y, r.z, r.w])
-        T[:3, 3] = [t.x, t.y, t.z]
-        return T
+        return make_pose([t.x, t.y, t.z], [r.x, r.y, r.z, r.w])
 
     # -- services -----------------------------------------------------------------------------
 
