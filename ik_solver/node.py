@@ -15,7 +15,6 @@ from ik_solver_interfaces.msg import SolveStatus
 from ik_solver_interfaces.srv import ComputeFK, SolveIK
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
-import rclpy
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
