@@ -26,26 +26,24 @@ from .transforms import make_pose
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])  # service requests are solved around it
 
 
-class EchoNode:
-    """The floor: an rclpy node that answers each target with a one-point trajectory, solving nothing."""
+def echo_node():
+    """Build the floor: an rclpy node that answers each target with a one-point trajectory, solving nothing."""
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.node import Node
+    from rclpy.qos import QoSProfile
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    node = Node('ik_solver')
+    pub = node.create_publisher(JointTrajectory, '/joint_trajectory_controller/joint_trajectory', 10)
 
-    def __new__(cls):
-        from geometry_msgs.msg import PoseStamped
-        from rclpy.node import Node
-        from rclpy.qos import QoSProfile
-        from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-        node = Node('ik_solver')
-        pub = node.create_publisher(JointTrajectory, '/joint_trajectory_controller/joint_trajectory', 10)
-
-        def echo(msg):
-            pub.publish(JointTrajectory(joint_names=['x'], points=[JointTrajectoryPoint(
-                positions=[msg.pose.position.x, msg.pose.position.y, msg.pose.position.z])]))
-        node.create_subscription(PoseStamped, '~/target_pose', echo, QoSProfile(depth=1))
-        return node
+    def echo(msg):
+        pub.publish(JointTrajectory(joint_names=['x'], points=[JointTrajectoryPoint(
+            positions=[msg.pose.position.x, msg.pose.position.y, msg.pose.position.z])]))
+    node.create_subscription(PoseStamped, '~/target_pose', echo, QoSProfile(depth=1))
+    return node
 
 
 def echo_latencies(observer, rate, seconds):
-    """Target -> reply latency of EchoNode in its own process: rclpy's own cost, for comparison."""
+    """Target -> reply latency of echo_node in its own process: rclpy's own cost, for comparison."""
     log = tempfile.NamedTemporaryFile(prefix='bench_echo_', suffix='.log', delete=False).name
     echo = NodeProcess('bench_node', [], log, args=['--echo'])
     try:
@@ -165,11 +163,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--rate', type=float, default=200.0, help='target stream rate [Hz]')
     parser.add_argument('--seconds', type=float, default=5.0)
-    parser.add_argument('--echo', action='store_true', help=argparse.SUPPRESS)  # run EchoNode (internal)
+    parser.add_argument('--echo', action='store_true', help=argparse.SUPPRESS)  # run echo_node (internal)
     args, _ = parser.parse_known_args(argv)
     if args.echo:
         from .spin import run_node
-        return run_node(EchoNode, [a for a in sys.argv if a != '--echo'])
+        return run_node(echo_node, [a for a in sys.argv if a != '--echo'])
     rclpy.init()
     chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
     observer = ArmObserver(chain.joint_names)

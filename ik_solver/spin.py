@@ -3,9 +3,9 @@ import rclpy
 from rclpy.executors import ExternalShutdownException
 
 
-def run_node(node_class, args=None):
+def run_node(make_node, args=None):
     rclpy.init(args=args)
-    node = node_class()
+    node = make_node()
     try:
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
