@@ -27,7 +27,7 @@ from .kinematics import PRISMATIC
 from .methods import METHOD_NAMES
 from .resources import arm_files
 from .solver import IKSolver
-from .transforms import make_pose, rotation_vector
+from .transforms import make_pose, pose_error
 
 POSITION_CHECK, ROTATION_CHECK = 1e-5, 1e-4
 METHOD_OPTIONS = {'transpose': {'max_iterations': 1000, 'patience': 50}}
@@ -58,9 +58,8 @@ def robot_sources():
 def passes_check(chain, q, target):
     if not (np.isfinite(q).all() and chain.within_limits(q)):
         return False
-    T = chain.fk(q)
-    return (np.linalg.norm(T[:3, 3] - target[:3, 3]) < POSITION_CHECK
-            and np.linalg.norm(rotation_vector(target[:3, :3] @ T[:3, :3].T)) < ROTATION_CHECK)
+    position, orientation = pose_error(target, chain.fk(q))
+    return position < POSITION_CHECK and orientation < ROTATION_CHECK
 
 
 def summarize(name, ok, times, iterations=None):

@@ -19,7 +19,7 @@ from .chain import load_chain
 from .launcher import node_args, NodeProcess
 from .observer import ArmObserver
 from .resources import arm_files
-from .transforms import make_pose, rotation_vector
+from .transforms import make_pose, pose_error
 
 DOWN = [1.0, 0.0, 0.0, 0.0]  # tool z pointing down (180 deg about x)
 FORWARD = [0.0, 0.7071067811865476, 0.0, 0.7071067811865476]  # tool z along +x
@@ -44,11 +44,6 @@ def circle(center, radius, period, rate, loops, orientation):
     angle = 2 * np.pi * times / period
     points = center + radius * np.stack([np.zeros_like(angle), np.sin(angle), np.cos(angle) - 1], axis=1)
     return times, [make_pose(p, orientation) for p in points]
-
-
-def pose_error(T_target, T):
-    return (float(np.linalg.norm(T[:3, 3] - T_target[:3, 3])),
-            float(np.linalg.norm(rotation_vector(T_target[:3, :3] @ T[:3, :3].T))))
 
 
 class Demo:

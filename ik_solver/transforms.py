@@ -115,6 +115,12 @@ _POSE_DEFECTS = {4: 'position contains NaN or inf', 5: 'last row must be [0, 0, 
                  **{k: f'rotation {v}' for k, v in _ROTATION_DEFECTS.items()}}
 
 
+def pose_error(T_target, T):
+    """(position error [m], orientation error [rad]) of pose T against T_target."""
+    return (float(np.linalg.norm(T[:3, 3] - T_target[:3, 3])),
+            float(np.linalg.norm(rotation_vector(T_target[:3, :3] @ T[:3, :3].T))))
+
+
 def check_pose(T, what='target pose'):
     """Validate a 4x4 homogeneous transform: finite, orthonormal rotation, last row 0 0 0 1."""
     T = np.asarray(T, dtype=float)

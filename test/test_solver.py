@@ -1,7 +1,7 @@
 """The solve loop: FK -> IK -> FK round trips, limits, nullspace goals, restarts, bad input."""
 from ik_solver.nullspace import NullspaceGoals
 from ik_solver.solver import IKSolver, SolverOptions, wrap_near
-from ik_solver.transforms import make_pose, rotation_vector
+from ik_solver.transforms import make_pose, pose_error
 import numpy as np
 import pytest
 
@@ -27,8 +27,7 @@ def well_conditioned(chain, rng, n, sigma=0.05):
 
 
 def pose_errors(chain, q, target):
-    T = chain.fk(q)
-    return np.linalg.norm(T[:3, 3] - target[:3, 3]), np.linalg.norm(rotation_vector(target[:3, :3] @ T[:3, :3].T))
+    return pose_error(target, chain.fk(q))
 
 
 def assert_solution(chain, result, target, pos_tol=1e-5, rot_tol=1e-5):
