@@ -24,12 +24,12 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'ik_solver_node = ik_solver.node:main',
-            'sim_arm_node = ik_solver.sim_arm:main',
-            'ik_demo = ik_solver.demo:main',
-            'ik_bench = ik_solver.bench:main',
-            'ik_bench_node = ik_solver.bench_node:main',
-            'ik_compare_methods = ik_solver.compare_methods:main',
+            'ik_solver_node = ik_solver.ros.ik_node:main',
+            'sim_arm_node = ik_solver.sim.sim_arm_node:main',
+            'ik_demo = ik_solver.tools.demo:main',
+            'ik_bench = ik_solver.tools.bench:main',
+            'ik_bench_node = ik_solver.tools.bench_node:main',
+            'ik_compare_methods = ik_solver.tools.compare_methods:main',
         ],
     },
 )

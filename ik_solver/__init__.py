@@ -7,11 +7,11 @@
 The numerical core (chain, kinematics, methods, nullspace, solver,
 trajectory) imports no ROS; ``node`` and ``sim_arm`` add rclpy on top.
 """
-from .chain import Chain, load_chain
-from .exceptions import ModelError
-from .methods import METHOD_NAMES
-from .nullspace import NullspaceGoals
-from .solver import IKResult, IKSolver, SolverOptions
+from .core.chain import Chain, load_chain
+from .core.exceptions import ModelError
+from .core.methods import METHOD_NAMES
+from .core.nullspace import NullspaceGoals
+from .core.solver import IKResult, IKSolver, SolverOptions
 
 __all__ = ['Chain', 'load_chain', 'ModelError', 'NullspaceGoals', 'IKResult', 'IKSolver', 'SolverOptions',
            'METHOD_NAMES']

@@ -49,6 +49,6 @@ colcon --log-base "$ROOT/log" build --base-paths "$ROOT" "$ROOT/ik_solver_interf
   || { cat "$ROOT/log/setup_build.txt"; echo "[setup] colcon build failed"; exit 1; }
 # Fill numba's on-disk cache for the source tree and the installed copy (seconds when warm).
 source "$ROOT/scripts/env.sh"
-(cd "$ROOT" && python -m ik_solver.warmup)
-(cd /tmp && python -m ik_solver.warmup)
+(cd "$ROOT" && python -m ik_solver.core.warmup)
+(cd /tmp && python -m ik_solver.core.warmup)
 echo "[setup] done: source $ROOT/scripts/env.sh to use it"

@@ -2,7 +2,7 @@
 import os
 import pathlib
 
-from ik_solver.chain import load_chain
+from ik_solver.core.chain import load_chain
 import numpy as np
 import pytest
 

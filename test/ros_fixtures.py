@@ -8,9 +8,9 @@ import pytest
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 pytest.importorskip('ik_solver_interfaces.srv', reason='ik_solver_interfaces is not built')
 
-from ik_solver.launcher import node_args, NodeProcess  # noqa: E402, I100
-from ik_solver.observer import ArmObserver  # noqa: E402
-from ik_solver.resources import arm_files  # noqa: E402
+from ik_solver.tools.launcher import node_args, NodeProcess  # noqa: E402, I100
+from ik_solver.tools.observer import ArmObserver  # noqa: E402
+from ik_solver.tools.resources import arm_files  # noqa: E402
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParameters  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402

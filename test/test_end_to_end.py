@@ -2,8 +2,8 @@
 import time
 
 from ik_solver import jtc  # noqa: E402
-from ik_solver.demo import circle, DOWN  # noqa: E402
-from ik_solver.transforms import make_pose, pose_error  # noqa: E402
+from ik_solver.core.transforms import make_pose, pose_error  # noqa: E402
+from ik_solver.tools.demo import circle, DOWN  # noqa: E402
 import numpy as np
 import pytest
 from ros_fixtures import Session, start, trajectory_points  # noqa: I100

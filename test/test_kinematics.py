@@ -1,5 +1,5 @@
 """FK and Jacobian against independent truths: closed form, finite differences, Pinocchio."""
-from ik_solver.transforms import rotation_vector
+from ik_solver.core.transforms import rotation_vector
 import numpy as np
 import pytest
 
@@ -79,7 +79,7 @@ def test_fk_of_intermediate_link(ik7):
 def test_fk_and_jacobian_match_pinocchio(robot, base, tip, rng):
     pin = pytest.importorskip('pinocchio')
     from conftest import example_robot
-    from ik_solver.chain import load_chain
+    from ik_solver.core.chain import load_chain
     path = example_robot(robot)
     chain = load_chain(path, base, tip)
     model = pin.buildModelFromUrdf(path)

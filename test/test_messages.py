@@ -5,10 +5,10 @@ import pytest
 pytest.importorskip('geometry_msgs', reason='ROS 2 message packages are not installed')
 
 from geometry_msgs.msg import Pose  # noqa: E402, I100
-from ik_solver.messages import (joint_positions, matrix_to_pose, pose_to_matrix, to_duration,  # noqa: E402
-                                trajectory_message, vector_from)
-from ik_solver.trajectory import plan_move  # noqa: E402
-from ik_solver.transforms import make_pose  # noqa: E402
+from ik_solver.core.transforms import make_pose  # noqa: E402
+from ik_solver.motion.timing import plan_move  # noqa: E402
+from ik_solver.ros.messages import (joint_positions, matrix_to_pose, pose_to_matrix, to_duration,  # noqa: E402
+                                    trajectory_message, vector_from)
 from sensor_msgs.msg import JointState  # noqa: E402
 
 

@@ -1,6 +1,6 @@
 """The step methods on closed-form cases, including the seed's singular worked example."""
-from ik_solver.methods import (adaptive_damping, adaptive_dls_step, dls_step, lm_step, method_id, nullspace_projector,
-                               pinv_step, transpose_step)
+from ik_solver.core.methods import (adaptive_damping, adaptive_dls_step, dls_step, lm_step, method_id,
+                                    nullspace_projector, pinv_step, transpose_step)
 import numpy as np
 import pytest
 

@@ -1,7 +1,8 @@
 """URDF/xacro loading: robots as they ship, and each bad model's specific error."""
 from conftest import example_robot, URDF_DIR
-from ik_solver.chain import load_chain
-from ik_solver.exceptions import ChainError, JointLimitError, LinkNotFoundError, UnsupportedJointError, URDFParseError
+from ik_solver.core.chain import load_chain
+from ik_solver.core.exceptions import (ChainError, JointLimitError, LinkNotFoundError, UnsupportedJointError,
+                                       URDFParseError)
 import numpy as np
 import pytest
 

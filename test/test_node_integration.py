@@ -7,8 +7,8 @@ import time
 
 from geometry_msgs.msg import PoseStamped  # noqa: E402
 from ik_solver import jtc  # noqa: E402
-from ik_solver.messages import final_joint_positions, joint_state, matrix_to_pose  # noqa: E402
-from ik_solver.transforms import make_pose  # noqa: E402
+from ik_solver.core.transforms import make_pose  # noqa: E402
+from ik_solver.ros.messages import final_joint_positions, joint_state, matrix_to_pose  # noqa: E402
 from ik_solver_interfaces.srv import ComputeFK, SolveIK  # noqa: E402
 import numpy as np
 import pytest

@@ -7,9 +7,9 @@ pytest.importorskip('ik_solver_interfaces.srv', reason='ik_solver_interfaces is 
 
 from conftest import URDF_DIR  # noqa: E402, I100
 from geometry_msgs.msg import PoseStamped, TransformStamped  # noqa: E402
-from ik_solver.messages import matrix_to_pose  # noqa: E402
-from ik_solver.node import IKSolverNode, SolveError  # noqa: E402
-from ik_solver.transforms import make_pose  # noqa: E402
+from ik_solver.core.transforms import make_pose  # noqa: E402
+from ik_solver.ros.ik_node import IKSolverNode, SolveError  # noqa: E402
+from ik_solver.ros.messages import matrix_to_pose  # noqa: E402
 from ik_solver_interfaces.srv import SolveIK  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
@@ -40,7 +40,7 @@ def test_waits_for_the_topic_survives_garbage_then_loads(node, ik7):
     node._on_robot_description(String(data='<robot name="x"><link name="a"/>'))
     node._on_robot_description(String(data='not xml at all'))
     assert node.model is None
-    from ik_solver.urdf_loader import load_robot_description
+    from ik_solver.core.urdf import load_robot_description
     node._on_robot_description(String(data=load_robot_description(str(URDF_DIR / 'ik7.urdf.xacro'))))
     assert node.model is not None and node.model.chain.joint_names == ik7.joint_names
     T = ik7.fk(np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0]))
@@ -48,7 +48,7 @@ def test_waits_for_the_topic_survives_garbage_then_loads(node, ik7):
 
 
 def test_tf2_frames_compose_with_the_lookup(node, ik7):
-    from ik_solver.urdf_loader import load_robot_description
+    from ik_solver.core.urdf import load_robot_description
     node._on_robot_description(String(data=load_robot_description(str(URDF_DIR / 'ik7.urdf.xacro'))))
     # base_link <- camera: 1 m ahead, rotated 90 deg about z (quaternion z = w = 1/sqrt(2))
     base_T_camera = make_pose([1.0, 0.0, 0.2], [0.0, 0.0, 0.7071067811865476, 0.7071067811865476])

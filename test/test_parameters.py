@@ -1,6 +1,6 @@
 """The node's parameter table: every parameter described, ranges and choices enforced."""
 from ik_solver import parameters
-from ik_solver.solver import IKSolver
+from ik_solver.core.solver import IKSolver
 import numpy as np
 import pytest
 

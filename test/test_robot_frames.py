@@ -1,8 +1,8 @@
 """Transforms between arbitrary robot links, against the chain's own FK."""
 from conftest import URDF_DIR
-from ik_solver.exceptions import LinkNotFoundError
-from ik_solver.robot_frames import RobotFrames
-from ik_solver.urdf_loader import parse_robot
+from ik_solver.core.exceptions import LinkNotFoundError
+from ik_solver.core.frames import RobotFrames
+from ik_solver.core.urdf import parse_robot
 import numpy as np
 import pytest
 

@@ -1,7 +1,7 @@
 """The solve loop: FK -> IK -> FK round trips, limits, nullspace goals, restarts, bad input."""
-from ik_solver.nullspace import NullspaceGoals
-from ik_solver.solver import IKSolver, SolverOptions, wrap_near
-from ik_solver.transforms import make_pose, pose_error
+from ik_solver.core.nullspace import NullspaceGoals
+from ik_solver.core.solver import IKSolver, SolverOptions, wrap_near
+from ik_solver.core.transforms import make_pose, pose_error
 import numpy as np
 import pytest
 
@@ -185,7 +185,7 @@ def test_limit_avoidance_lowers_limit_cost(ik7, rng):
 
 def test_manipulability_goal_increases_manipulability(planar3):
     # Position-only in the plane: 3 joints for 2 task coordinates leave one redundant.
-    from ik_solver.nullspace import manipulability
+    from ik_solver.core.nullspace import manipulability
     weights = (1, 1, 0, 0, 0, 0)
     q = np.array([0.2, 0.3, 2.0])  # folded: the self-motion can open it up
     target = planar3.fk(q)

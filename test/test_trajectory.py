@@ -1,6 +1,6 @@
 """Trajectory timing and the joint_trajectory_controller contract, against closed forms."""
 from ik_solver import jtc
-from ik_solver.trajectory import move_duration, PEAK_VELOCITY_FACTOR, plan_move, quintic
+from ik_solver.motion.timing import move_duration, PEAK_VELOCITY_FACTOR, plan_move, quintic
 import numpy as np
 import pytest
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .trajectory import quintic
+from .timing import quintic
 
 
 @dataclass

@@ -24,18 +24,18 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 from . import parameters
-from .chain import chain_from_robot
-from .exceptions import ModelError
-from .jtc import SplineSampler, Trajectory
+from ..core.chain import chain_from_robot
+from ..core.exceptions import ModelError
+from ..core.frames import RobotFrames
+from ..core.nullspace import manipulability
+from ..core.solver import IKSolver, sigma_min
+from ..core.transforms import make_pose
+from ..core.urdf import parse_robot
+from ..core.warmup import warm_up
+from ..motion.jtc import SplineSampler, Trajectory
+from ..motion.timing import plan_move
 from .messages import joint_positions, joint_state, matrix_to_pose, pose_to_matrix, trajectory_message, vector_from
-from .nullspace import manipulability
-from .robot_frames import RobotFrames
-from .solver import IKSolver, sigma_min
 from .spin import run_node
-from .trajectory import plan_move
-from .transforms import make_pose
-from .urdf_loader import parse_robot
-from .warmup import warm_up
 
 try:  # optional: frames that are not links of the robot
     from tf2_ros import Buffer, TransformListener

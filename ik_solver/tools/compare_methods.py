@@ -11,10 +11,10 @@ import os
 
 import numpy as np
 
-from . import methods
-from .chain import load_chain
+from ..core import methods
+from ..core.chain import load_chain
+from ..core.solver import rotation_error
 from .resources import arm_files
-from .solver import rotation_error
 
 COMPARED = ('transpose', 'pinv', 'dls', 'adaptive_dls')
 

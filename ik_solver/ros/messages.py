@@ -7,7 +7,7 @@ import numpy as np
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from .transforms import make_pose, matrix_to_quaternion
+from ..core.transforms import make_pose, matrix_to_quaternion
 
 
 def pose_to_matrix(pose):

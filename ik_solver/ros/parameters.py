@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .methods import METHOD_NAMES
-from .nullspace import NullspaceGoals
-from .solver import SolverOptions
+from ..core.methods import METHOD_NAMES
+from ..core.nullspace import NullspaceGoals
+from ..core.solver import SolverOptions
 
 
 @dataclass(frozen=True)

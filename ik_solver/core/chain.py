@@ -13,7 +13,7 @@ import numpy as np
 from . import kinematics as kin
 from .exceptions import ChainError, JointLimitError, LinkNotFoundError, UnsupportedJointError
 from .transforms import rpy_to_matrix
-from .urdf_loader import parse_robot
+from .urdf import parse_robot
 
 
 @dataclass(frozen=True)

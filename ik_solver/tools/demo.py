@@ -15,11 +15,11 @@ import numpy as np
 import rclpy
 from rclpy.signals import SignalHandlerOptions
 
-from .chain import load_chain
+from ..core.chain import load_chain
+from ..core.transforms import make_pose, pose_error
 from .launcher import node_args, NodeProcess
 from .observer import ArmObserver
 from .resources import arm_files
-from .transforms import make_pose, pose_error
 
 DOWN = [1.0, 0.0, 0.0, 0.0]  # tool z pointing down (180 deg about x)
 FORWARD = [0.0, 0.7071067811865476, 0.0, 0.7071067811865476]  # tool z along +x

@@ -16,7 +16,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
-from .messages import matrix_to_pose, pose_to_matrix
+from ..ros.messages import matrix_to_pose, pose_to_matrix
 
 
 class ArmObserver(Node):

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from .urdf_loader import IGNORED_ELEMENTS, load_robot_description
+from ..core.urdf import IGNORED_ELEMENTS, load_robot_description
 
 
 class ArmSimulation:

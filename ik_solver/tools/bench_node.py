@@ -15,13 +15,13 @@ import numpy as np
 import rclpy
 from std_msgs.msg import Float64
 
-from .chain import load_chain
+from ..core.chain import load_chain
+from ..core.transforms import make_pose
+from ..ros.messages import final_joint_positions, matrix_to_pose
 from .demo import circle, DOWN
 from .launcher import node_args, NodeProcess
-from .messages import final_joint_positions, matrix_to_pose
 from .observer import ArmObserver
 from .resources import arm_files
-from .transforms import make_pose
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])  # service requests are solved around it
 

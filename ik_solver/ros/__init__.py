@@ -1,0 +1,1 @@
+"""The ROS 2 layer: the nodes and the parts they share (parameters, messages, spinning)."""

@@ -1,0 +1,1 @@
+"""Programs around the package: the demo, benchmarks, the method figure, process helpers."""
