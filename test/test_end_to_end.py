@@ -1,8 +1,8 @@
 """The whole loop with real processes and real physics: ik_solver_node drives the MuJoCo arm."""
 import time
 
-from ik_solver import jtc  # noqa: E402
 from ik_solver.core.transforms import make_pose, pose_error  # noqa: E402
+from ik_solver.motion import jtc  # noqa: E402
 from ik_solver.tools.demo import circle, DOWN  # noqa: E402
 import numpy as np
 import pytest
@@ -14,9 +14,9 @@ HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 @pytest.fixture(scope='module')
 def arm(ik7):
     s = Session(ik7.joint_names)
-    s.sim = s.add(start('sim_arm'))
+    s.sim = s.add(start('sim.sim_arm_node'))
     # 0.8: commanded peaks at 80 % of the limits leave room for the servos' tracking overshoot
-    s.node = s.add(start('node', velocity_scaling=0.8))
+    s.node = s.add(start('ros.ik_node', velocity_scaling=0.8))
     assert s.observer.wait_ready(30.0), s.node.output() + s.sim.output()
     yield s
     s.close()

@@ -6,8 +6,8 @@ ones see a node that has not yet received a complete joint state.
 import time
 
 from geometry_msgs.msg import PoseStamped  # noqa: E402
-from ik_solver import jtc  # noqa: E402
 from ik_solver.core.transforms import make_pose  # noqa: E402
+from ik_solver.motion import jtc  # noqa: E402
 from ik_solver.ros.messages import final_joint_positions, joint_state, matrix_to_pose  # noqa: E402
 from ik_solver_interfaces.srv import ComputeFK, SolveIK  # noqa: E402
 import numpy as np
@@ -21,7 +21,7 @@ DOWN = [1.0, 0.0, 0.0, 0.0]
 @pytest.fixture(scope='module')
 def session(ik7):
     s = Session(ik7.joint_names)
-    s.node = s.add(start('node'))
+    s.node = s.add(start('ros.ik_node'))
     assert s.wait_service(s.observer.solve_client), s.node.output()
     assert s.wait_service(s.observer.fk_client) and s.wait_service(s.param_client)
     yield s

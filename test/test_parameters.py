@@ -1,6 +1,6 @@
 """The node's parameter table: every parameter described, ranges and choices enforced."""
-from ik_solver import parameters
 from ik_solver.core.solver import IKSolver
+from ik_solver.ros import parameters
 import numpy as np
 import pytest
 

@@ -1,5 +1,5 @@
 """Trajectory timing and the joint_trajectory_controller contract, against closed forms."""
-from ik_solver import jtc
+from ik_solver.motion import jtc
 from ik_solver.motion.timing import move_duration, PEAK_VELOCITY_FACTOR, plan_move, quintic
 import numpy as np
 import pytest

@@ -24,6 +24,8 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 from . import parameters
+from .messages import joint_positions, joint_state, matrix_to_pose, pose_to_matrix, trajectory_message, vector_from
+from .spin import run_node
 from ..core.chain import chain_from_robot
 from ..core.exceptions import ModelError
 from ..core.frames import RobotFrames
@@ -34,8 +36,6 @@ from ..core.urdf import parse_robot
 from ..core.warmup import warm_up
 from ..motion.jtc import SplineSampler, Trajectory
 from ..motion.timing import plan_move
-from .messages import joint_positions, joint_state, matrix_to_pose, pose_to_matrix, trajectory_message, vector_from
-from .spin import run_node
 
 try:  # optional: frames that are not links of the robot
     from tf2_ros import Buffer, TransformListener

@@ -17,12 +17,12 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from trajectory_msgs.msg import JointTrajectory
 
+from .physics import ArmSimulation
 from ..core.chain import chain_from_robot
 from ..core.urdf import parse_robot
 from ..motion import jtc
 from ..ros.messages import matrix_to_pose
 from ..ros.spin import run_node
-from .physics import ArmSimulation
 
 #: If the physics falls this far behind the wall clock, it skips ahead instead of racing.
 MAX_LAG = 0.1

@@ -22,12 +22,12 @@ import time
 
 import numpy as np
 
+from .resources import arm_files
 from ..core.chain import load_chain
 from ..core.kinematics import PRISMATIC
 from ..core.methods import METHOD_NAMES
 from ..core.solver import IKSolver
 from ..core.transforms import make_pose, pose_error
-from .resources import arm_files
 
 POSITION_CHECK, ROTATION_CHECK = 1e-5, 1e-4
 METHOD_OPTIONS = {'transpose': {'max_iterations': 1000, 'patience': 50}}

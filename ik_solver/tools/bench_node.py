@@ -15,13 +15,13 @@ import numpy as np
 import rclpy
 from std_msgs.msg import Float64
 
-from ..core.chain import load_chain
-from ..core.transforms import make_pose
-from ..ros.messages import final_joint_positions, matrix_to_pose
 from .demo import circle, DOWN
 from .launcher import node_args, NodeProcess
 from .observer import ArmObserver
 from .resources import arm_files
+from ..core.chain import load_chain
+from ..core.transforms import make_pose
+from ..ros.messages import final_joint_positions, matrix_to_pose
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])  # service requests are solved around it
 
@@ -45,7 +45,7 @@ def echo_node():
 def echo_latencies(observer, rate, seconds):
     """Target -> reply latency of echo_node in its own process: rclpy's own cost, for comparison."""
     log = tempfile.NamedTemporaryFile(prefix='bench_echo_', suffix='.log', delete=False).name
-    echo = NodeProcess('bench_node', [], log, args=['--echo'])
+    echo = NodeProcess('tools.bench_node', [], log, args=['--echo'])
     try:
         time.sleep(2.0)
         t0 = time.monotonic()
@@ -93,12 +93,12 @@ def percentiles(values_ms):
 def bench_ik_node(chain, observer, rate, seconds):
     """Node ready time; latency of a smooth 200 Hz stream followed by the simulated arm; memory; RTF."""
     started = time.monotonic()
-    node = start('node')
+    node = start('ros.ik_node')
     try:
         while not observer.solve_client.service_is_ready():
             time.sleep(0.005)
         ready = time.monotonic() - started
-        sim = start('sim_arm', physics_rate=1000.0, publish_rate=200.0)
+        sim = start('sim.sim_arm_node', physics_rate=1000.0, publish_rate=200.0)
         factors = []
         observer.create_subscription(Float64, '/sim_arm/real_time_factor', lambda m: factors.append(m.data), 10)
         try:

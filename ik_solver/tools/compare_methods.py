@@ -11,10 +11,10 @@ import os
 
 import numpy as np
 
+from .resources import arm_files
 from ..core import methods
 from ..core.chain import load_chain
 from ..core.solver import rotation_error
-from .resources import arm_files
 
 COMPARED = ('transpose', 'pinv', 'dls', 'adaptive_dls')
 

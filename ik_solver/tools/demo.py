@@ -15,11 +15,11 @@ import numpy as np
 import rclpy
 from rclpy.signals import SignalHandlerOptions
 
-from ..core.chain import load_chain
-from ..core.transforms import make_pose, pose_error
 from .launcher import node_args, NodeProcess
 from .observer import ArmObserver
 from .resources import arm_files
+from ..core.chain import load_chain
+from ..core.transforms import make_pose, pose_error
 
 DOWN = [1.0, 0.0, 0.0, 0.0]  # tool z pointing down (180 deg about x)
 FORWARD = [0.0, 0.7071067811865476, 0.0, 0.7071067811865476]  # tool z along +x
@@ -67,9 +67,9 @@ class Demo:
         logs = tempfile.mkdtemp(prefix='ik_demo_')
         common = {'urdf_file': self.urdf}
         self.processes = [
-            NodeProcess('sim_arm', node_args(self.config, {**common, 'kinematic': self.kinematic}),
+            NodeProcess('sim.sim_arm_node', node_args(self.config, {**common, 'kinematic': self.kinematic}),
                         os.path.join(logs, 'sim_arm.log')),
-            NodeProcess('node', node_args(self.config, common), os.path.join(logs, 'ik_solver.log')),
+            NodeProcess('ros.ik_node', node_args(self.config, common), os.path.join(logs, 'ik_solver.log')),
         ]
         print(f'started sim_arm_node and ik_solver_node (logs in {logs})')
         self.observer = ArmObserver(self.chain.joint_names)
