@@ -1,0 +1,424 @@
+"""Servo: turns streamed twists, joint jogs and pose goals into a smooth stream of joint commands.
+
+MoveIt Servo's model without MoveIt: every ``publish_period`` the servo takes
+the last command and the state it commanded last cycle, and computes the
+next joint command.  Cartesian commands go through ``dq = J+_DLS v`` with the
+core's adaptive damping (bounded near singularities, exact away from them);
+the Jacobian's condition number slows the motion toward a singularity and
+halts it past the hard stop, unless it moves away; joints brake to a stop
+at ``joint_limit_margin`` from their limits; and an acceleration- and
+jerk-limited filter turns the wanted velocity into the commanded one, so
+the stream never jumps, never exceeds a velocity, acceleration or jerk limit
+and decelerates to rest within the acceleration limits when commands stop.
+
+No ROS here: the node (ros/servo_node.py) feeds commands and joint states in
+and publishes what ``step`` returns; the tests drive this class directly.
+"""
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+
+from .limits import MotionState
+from ..core import kinematics as kin
+from ..core.methods import adaptive_dls_step
+from ..core.nullspace import NullspaceGoals, secondary_step
+from ..core.transforms import rotation_vector
+
+COMMAND_IN_TYPES = ('unitless', 'speed_units')
+#: Joint step [rad] that probes which sign of the least singular direction raises the condition number.
+PROBE_STEP = 1e-4
+#: When idle, a measured state this far from the commanded one [rad or m] restarts the servo from it.
+RESYNC_TOLERANCE = 0.01
+#: Condition number reported at an exact singularity (keeps messages finite).
+MAX_CONDITION = 1e12
+
+
+class Status(IntEnum):
+    """Codes of ik_solver_interfaces/msg/ServoStatus (MoveIt Servo's where they exist)."""
+
+    INVALID = -1
+    NO_WARNING = 0
+    DECELERATE_FOR_APPROACHING_SINGULARITY = 1
+    HALT_FOR_SINGULARITY = 2
+    DECELERATE_FOR_LEAVING_SINGULARITY = 3
+    DECELERATE_FOR_COLLISION = 4
+    HALT_FOR_COLLISION = 5
+    JOINT_BOUND = 6
+    STALE_COMMAND = 7
+    STALE_STATE = 8
+    PAUSED = 9
+
+
+@dataclass
+class ServoSettings:
+    """What the servo does each cycle; the names follow MoveIt Servo's parameters."""
+
+    publish_period: float = 0.01
+    command_in_type: str = 'unitless'
+    scale_linear: float = 0.4       # unitless: m/s at a command of 1
+    scale_rotational: float = 0.8   # unitless: rad/s at a command of 1
+    scale_joint: float = 0.5        # unitless: rad/s at a command of 1
+    lower_singularity_threshold: float = 17.0
+    hard_stop_singularity_threshold: float = 30.0
+    leaving_singularity_threshold_multiplier: float = 2.0
+    joint_limit_margin: float = 0.1
+    incoming_command_timeout: float = 0.1
+    num_outgoing_halt_msgs_to_publish: int = 4
+    damping_max: float = 0.05
+    epsilon: float = 0.05
+    drift_dimensions: tuple = (False,) * 6   # True: that axis of the command frame may drift
+    acceleration_ramp_time: float = 0.05     # jerk = acceleration / this, where no jerk limit is given
+    pose_linear_gain: float = 10.0
+    pose_angular_gain: float = 10.0
+    pose_max_linear_speed: float = 0.25
+    pose_max_angular_speed: float = 1.0
+    pose_position_tolerance: float = 1e-4
+    pose_orientation_tolerance: float = 1e-3
+    nullspace: NullspaceGoals = field(default_factory=NullspaceGoals)
+    nullspace_gain: float = 1.0    # [1/s]: the core's nullspace step per second
+
+    def check(self):
+        """Raise ValueError naming the first inconsistent setting."""
+        if self.command_in_type not in COMMAND_IN_TYPES:
+            raise ValueError(f"command_in_type must be one of {', '.join(COMMAND_IN_TYPES)}, "
+                             f"got '{self.command_in_type}'")
+        if not 0.0 < self.publish_period <= 1.0:
+            raise ValueError(f'publish_period must be in (0, 1] s, got {self.publish_period}')
+        if not 1.0 <= self.lower_singularity_threshold < self.hard_stop_singularity_threshold:
+            raise ValueError('lower_singularity_threshold must be >= 1 and below hard_stop_singularity_threshold')
+        if self.leaving_singularity_threshold_multiplier < 1.0:
+            raise ValueError('leaving_singularity_threshold_multiplier must be >= 1')
+        if len(self.drift_dimensions) != 6 or all(self.drift_dimensions):
+            raise ValueError('drift_dimensions needs 6 flags (x y z rx ry rz), not all of them true')
+        if self.joint_limit_margin < 0 or self.incoming_command_timeout <= 0 or self.acceleration_ramp_time <= 0:
+            raise ValueError('joint_limit_margin must be >= 0, incoming_command_timeout and '
+                             'acceleration_ramp_time > 0')
+
+
+@dataclass
+class TwistCommand:
+    """Twist of the tip (vx vy vz wx wy wz) in a command frame.
+
+    ``frame``: None (the base), a link of the chain (its orientation is taken
+    from the commanded state every cycle) or a fixed 3x3 rotation of the frame
+    in the base, resolved by the caller (tf2, links outside the chain).
+    """
+
+    twist: np.ndarray
+    frame: object = None
+
+
+@dataclass
+class JointJogCommand:
+    """Velocities of some joints; joints not named (NaN) keep still."""
+
+    velocities: np.ndarray
+
+
+@dataclass
+class PoseCommand:
+    """A pose goal of the tip in the base frame (4x4)."""
+
+    pose: np.ndarray
+
+
+@dataclass
+class ServoOutput:
+    """One cycle's result: the command to publish (if ``publish``) and the status."""
+
+    state: MotionState
+    status: Status
+    message: str
+    condition_number: float
+    velocity_scale: float
+    publish: bool
+
+
+@dataclass
+class _Wanted:
+    velocity: np.ndarray
+    status: Status = Status.NO_WARNING
+    message: str = ''
+    condition_number: float = float('nan')
+    scale: float = 1.0
+    cartesian: bool = False
+
+
+class Servo:
+    """The per-cycle servo computation for one chain and its joint limits."""
+
+    def __init__(self, chain, limits, settings=None):
+        self.chain = chain
+        self.limits = limits
+        self.settings = settings or ServoSettings()
+        self.settings.check()
+        n = chain.n
+        self._jerk = np.where(np.isfinite(limits.jerk), limits.jerk,
+                              limits.acceleration / self.settings.acceleration_ramp_time)
+        self._R = np.empty((n + 1, 3, 3))
+        self._p = np.empty((n + 1, 3))
+        self._a = np.empty((n, 3))
+        self._J = np.empty((6, n))
+        self._ns = self.settings.nullspace.validate(chain) if self.settings.nullspace.active else None
+        self._rows = np.array([0.0 if drift else 1.0 for drift in self.settings.drift_dimensions])
+        self.state = None
+        self.command = None
+        self.command_time = -np.inf
+        self.paused = False
+        self._halt_msgs = 0
+        self._idle = True
+
+    # -- inputs ---------------------------------------------------------------------------------
+
+    def set_command(self, command, now):
+        """Accept a TwistCommand, JointJogCommand or PoseCommand (already checked finite) at time ``now``."""
+        self.command = command
+        self.command_time = now
+
+    def set_paused(self, paused):
+        self.paused = bool(paused)
+
+    def reset(self, state):
+        """Start again from a measured state (at start, after a pause or when idle at rest)."""
+        self.state = MotionState(np.array(state.position, float), np.zeros(self.chain.n), np.zeros(self.chain.n))
+
+    # -- the cycle ------------------------------------------------------------------------------
+
+    def step(self, now, measured=None, state_error=None):
+        """Compute this cycle's command.
+
+        ``measured``: the latest joint state (MotionState) or None; ``state_error``:
+        why it is unusable (stale, inconsistent), which halts the servo.
+        Returns None until a first state is known.
+        """
+        if self.state is None:
+            if measured is None or state_error:
+                return None
+            self.reset(measured)
+        active = self._active(now)
+        if state_error:
+            wanted = _Wanted(np.zeros(self.chain.n), Status.STALE_STATE, f'halted: {state_error}')
+        elif self.paused:
+            wanted = _Wanted(np.zeros(self.chain.n), Status.PAUSED, 'paused')
+        elif not active:
+            wanted = _Wanted(np.zeros(self.chain.n), Status.STALE_COMMAND, 'no recent command: at rest or stopping')
+        else:
+            if self._idle and measured is not None and _moved(measured.position, self.state.position):
+                self.reset(measured)  # moved by someone else while idle: start from where the arm is
+            self._idle = False
+            wanted = self._wanted(self.command)
+        self._limit_velocity(wanted)
+        self._brake_at_margins(wanted)
+        previous = self.state
+        self.state = self._filter(previous, wanted.velocity)
+        return ServoOutput(self.state, wanted.status, wanted.message, wanted.condition_number, wanted.scale,
+                           self._should_publish(active and not self.paused and not state_error))
+
+    def _active(self, now):
+        if self.command is None:
+            return False
+        if isinstance(self.command, PoseCommand):
+            return True  # a pose goal stays until reached or replaced
+        return now - self.command_time <= self.settings.incoming_command_timeout
+
+    def _should_publish(self, commanding):
+        at_rest = not np.any(self.state.velocity) and not np.any(self.state.acceleration)
+        if commanding or not at_rest:
+            self._halt_msgs = 0
+            return True
+        self._idle = True
+        limit = self.settings.num_outgoing_halt_msgs_to_publish
+        self._halt_msgs += 1
+        return limit == 0 or self._halt_msgs <= limit
+
+    # -- wanted joint velocity ------------------------------------------------------------------
+
+    def _wanted(self, command):
+        if isinstance(command, JointJogCommand):
+            return self._jog(command)
+        if isinstance(command, PoseCommand):
+            twist, reached = self._pose_twist(command.pose)
+            if reached:
+                self.command = None
+                return _Wanted(np.zeros(self.chain.n), Status.NO_WARNING, 'pose target reached')
+            return self._cartesian(twist, np.eye(3))
+        s = self.settings
+        twist = np.asarray(command.twist, float).copy()
+        if s.command_in_type == 'unitless':
+            twist[:3] *= s.scale_linear
+            twist[3:] *= s.scale_rotational
+        return self._cartesian(twist, self._frame_rotation(command.frame))
+
+    def _jog(self, command):
+        v = np.asarray(command.velocities, float)
+        v = np.where(np.isfinite(v), v, 0.0)
+        if self.settings.command_in_type == 'unitless':
+            v = v * self.settings.scale_joint
+        return _Wanted(v)
+
+    def _frame_rotation(self, frame):
+        if frame is None:
+            return np.eye(3)
+        if isinstance(frame, str):
+            return self.chain.fk(self.state.position, frame)[:3, :3]
+        return np.asarray(frame, float)
+
+    def _pose_twist(self, target):
+        s = self.settings
+        T = self.chain.fk(self.state.position)
+        dp = target[:3, 3] - T[:3, 3]
+        dw = rotation_vector(target[:3, :3] @ T[:3, :3].T)
+        reached = (np.linalg.norm(dp) < s.pose_position_tolerance
+                   and np.linalg.norm(dw) < s.pose_orientation_tolerance)
+        return np.concatenate([_clip_norm(s.pose_linear_gain * dp, s.pose_max_linear_speed),
+                               _clip_norm(s.pose_angular_gain * dw, s.pose_max_angular_speed)]), reached
+
+    def _cartesian(self, twist, R):
+        """Joint velocity for a twist given in a frame of rotation R (in the base), with singularity scaling."""
+        s = self.settings
+        q = self.state.position
+        J = self._jacobian(q)
+        Jc = kin.goal_rows(J, np.ascontiguousarray(R), self._rows, True)   # command frame, drift rows zero
+        secondary = self._nullspace_velocity(q, Jc, R) if self._ns is not None else 0.0
+        twist_base = np.concatenate([R @ twist[:3], R @ twist[3:]])
+        condition, scale, status = self._singularity_scale(q, J, twist_base)
+        rows = self._rows > 0
+        dq = adaptive_dls_step(np.ascontiguousarray(Jc[rows]), np.ascontiguousarray(twist[rows] * scale),
+                               s.damping_max, s.epsilon) + secondary * scale
+        message = {Status.NO_WARNING: '',
+                   Status.DECELERATE_FOR_APPROACHING_SINGULARITY: 'slowing down toward a singularity',
+                   Status.DECELERATE_FOR_LEAVING_SINGULARITY: 'moving away from a singularity',
+                   Status.HALT_FOR_SINGULARITY: 'halted: too close to a singularity'}[status]
+        return _Wanted(dq, status, message, condition, scale, cartesian=True)
+
+    def _jacobian(self, q):
+        kin.frames(q, *self.chain.kin_args, self._R, self._p, self._a)
+        kin.point_jacobian(self._p, self._a, self.chain.kind, self.chain.var, self.chain.mult, self._p[-1],
+                           self.chain.kind.shape[0] - 1, self._J)
+        return self._J.copy()
+
+    def _singularity_scale(self, q, J, twist_base):
+        """(condition number, velocity scale, status) as MoveIt Servo decides them.
+
+        The least singular direction u points toward the singularity if moving
+        along it raises the condition number (probed by a small joint step along
+        the matching right singular vector); the motion approaches the
+        singularity when the twist has a positive component along u.
+        """
+        s = self.settings
+        U, sv, Vt = np.linalg.svd(J, full_matrices=False)
+        condition = _condition(sv)
+        if condition <= s.lower_singularity_threshold:
+            return condition, 1.0, Status.NO_WARNING
+        toward = U[:, -1]
+        probe = _condition(np.linalg.svd(self._jacobian(q + PROBE_STEP * Vt[-1]), compute_uv=False))
+        if probe < condition:
+            toward = -toward
+        approaching = float(toward @ twist_base) > 0.0
+        lower = s.lower_singularity_threshold
+        upper = s.hard_stop_singularity_threshold
+        if not approaching:
+            upper *= s.leaving_singularity_threshold_multiplier
+        if condition >= upper:
+            return condition, 0.0, Status.HALT_FOR_SINGULARITY
+        scale = 1.0 - (condition - lower) / (upper - lower)
+        status = (Status.DECELERATE_FOR_APPROACHING_SINGULARITY if approaching
+                  else Status.DECELERATE_FOR_LEAVING_SINGULARITY)
+        return condition, scale, status
+
+    def _nullspace_velocity(self, q, Jc, R):
+        """Return the core's bounded secondary-goal step as a velocity (needs the frames of q from ``_jacobian``)."""
+        weights, q_pref, pole, elbow, offset = self._ns
+        step = secondary_step(q, self.chain.kin_args, self.chain.lower, self.chain.upper, weights,
+                              self.settings.nullspace.gain, q_pref, pole, elbow, offset, Jc,
+                              np.ascontiguousarray(R), self._rows, True, 1e-6, self._R, self._p, self._a)
+        return self.settings.nullspace_gain * step
+
+    # -- limits -----------------------------------------------------------------------------------
+
+    def _limit_velocity(self, wanted):
+        """Velocity limits: the whole vector scaled for Cartesian motion (keeps its direction), clipped for jogs."""
+        v, vmax = wanted.velocity, self.limits.velocity
+        if wanted.cartesian:
+            ratio = np.max(np.abs(v) / vmax)
+            if ratio > 1.0:
+                wanted.velocity = v / ratio
+        else:
+            wanted.velocity = np.clip(v, -vmax, vmax)
+
+    def _brake_at_margins(self, wanted):
+        """Cap the velocity toward a limit so the joint can stop at ``joint_limit_margin`` from it.
+
+        The cap is the speed from which braking at half the acceleration limit,
+        after a ramp of the deceleration at the jerk limit, stops within the
+        distance d to the margin (v^2 / 2a + v t_ramp / 2 = d), and never more
+        than d / period, so a joint does not step past the margin.  A Cartesian motion is scaled as
+        a whole (it keeps its direction and stops when one joint is bound).
+        """
+        s = self.settings
+        q, v = self.state.position, wanted.velocity
+        room = np.where(v > 0, (self.limits.upper - s.joint_limit_margin) - q,
+                        q - (self.limits.lower + s.joint_limit_margin))
+        room = np.where(np.isfinite(room), np.maximum(room, 0.0), np.inf)
+        brake = 0.5 * self.limits.acceleration
+        ramp = brake / self._jerk + s.publish_period   # time to build up the braking deceleration
+        cap = np.minimum(brake * (np.sqrt(0.25 * ramp * ramp + 2.0 * room / brake) - 0.5 * ramp),
+                         room / s.publish_period)
+        speed = np.abs(v)
+        bound = speed > cap
+        if not np.any(bound):
+            return
+        names = ', '.join(self.limits.names[i] for i in np.flatnonzero(bound))
+        if wanted.cartesian:
+            wanted.velocity = v * float(np.min(cap[bound] / speed[bound]))
+        else:
+            wanted.velocity = np.where(bound, np.sign(v) * cap, v)
+        if wanted.status in (Status.NO_WARNING, Status.DECELERATE_FOR_LEAVING_SINGULARITY):
+            wanted.status = Status.JOINT_BOUND
+            wanted.message = f'near the limit margin: {names}'
+
+    def _filter(self, state, v_target):
+        """Next commanded state: velocity toward ``v_target`` with bounded acceleration and jerk.
+
+        The acceleration wanted to reach the target in one period is capped per
+        joint by the limit and by the largest one from which a ramp down at the
+        jerk limit still lands on the target (k steps of j dt each cover
+        j dt^2 k (k + 1) / 2), and scaled as one vector so that the joints keep
+        their proportions; its change is then limited by the jerk, again as one
+        vector.  So the velocity settles on the target without overshoot.
+        """
+        dt = self.settings.publish_period
+        A, Jk = self.limits.acceleration, self._jerk
+        dv = v_target - state.velocity
+        a_want = dv / dt
+        x = np.abs(dv) / (Jk * dt * dt)
+        steps = 4.0 * x / (np.sqrt(1.0 + 8.0 * x) + 1.0)  # (sqrt(1 + 8x) - 1) / 2 without cancellation
+        a_want = a_want * _largest_fraction(np.abs(a_want), np.minimum(A, steps * Jk * dt))
+        da = a_want - state.acceleration
+        a_new = state.acceleration + da * _largest_fraction(np.abs(da), Jk * dt)
+        v_new = state.velocity + a_new * dt
+        return MotionState(state.position + v_new * dt, v_new, a_new)
+
+
+def _largest_fraction(size, cap):
+    """Largest s in [0, 1] with s * size <= cap for every element."""
+    with np.errstate(all='ignore'):
+        ratio = np.where(size > cap, cap / size, 1.0)
+    return float(np.min(ratio)) if ratio.size else 1.0
+
+
+def _moved(measured, commanded):
+    return bool(np.max(np.abs(np.asarray(measured) - commanded)) > RESYNC_TOLERANCE)
+
+
+def _condition(singular_values):
+    smallest = singular_values[-1]
+    if smallest <= singular_values[0] / MAX_CONDITION:
+        return MAX_CONDITION
+    return float(singular_values[0] / smallest)
+
+
+def _clip_norm(v, limit):
+    norm = np.linalg.norm(v)
+    return v * (limit / norm) if norm > limit else v

@@ -1,0 +1,289 @@
+"""The servo core (motion/servo.py) against independent truths: FK finite differences, limits, closed forms."""
+from ik_solver.core.chain import load_chain
+from ik_solver.core.transforms import make_pose, rotation_vector
+from ik_solver.motion.limits import JointLimits, MotionState
+from ik_solver.motion.servo import JointJogCommand, PoseCommand, Servo, ServoSettings, Status, TwistCommand
+from ik_solver.tools.resources import arm_files
+import numpy as np
+import pytest
+
+HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
+ACCELERATION = 4.0
+RAMP = 0.05
+TOL = 1e-9
+
+
+@pytest.fixture(scope='module')
+def chain():
+    return load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
+
+
+def limits_of(chain, jerk=np.inf):
+    n = chain.n
+    return JointLimits(tuple(chain.joint_names), chain.lower, chain.upper, chain.velocity_limits,
+                       np.full(n, ACCELERATION), np.full(n, jerk))
+
+
+class Run:
+    """Drive a Servo cycle by cycle on a simulated clock and record what it commands."""
+
+    def __init__(self, chain, q0=HOME, **settings):
+        settings.setdefault('command_in_type', 'speed_units')
+        self.chain = chain
+        self.limits = limits_of(chain)
+        self.servo = Servo(chain, self.limits, ServoSettings(**settings))
+        self.dt = self.servo.settings.publish_period
+        self.t = 0.0
+        self.measured = MotionState.at_rest(q0)
+        self.outputs = []
+
+    def cycles(self, count, command=None, state_error=None):
+        for _ in range(count):
+            if command is not None:
+                self.servo.set_command(command, self.t)
+            out = self.servo.step(self.t, self.measured, state_error)
+            self.outputs.append(out)
+            self.measured = MotionState.at_rest(out.state.position)   # a perfect position controller
+            self.t += self.dt
+        return self.outputs[-count:]
+
+    @property
+    def q(self):
+        return self.servo.state.position
+
+    def arrays(self, outputs=None):
+        outputs = self.outputs if outputs is None else outputs
+        return (np.array([o.state.position for o in outputs]), np.array([o.state.velocity for o in outputs]),
+                np.array([o.state.acceleration for o in outputs]))
+
+
+def assert_within_limits(run, margin=0.0):
+    """No NaN; positions, velocities, accelerations and jerks (by differences) within the limits."""
+    Q, V, A = run.arrays()
+    lim = run.limits
+    assert np.isfinite(Q).all() and np.isfinite(V).all() and np.isfinite(A).all()
+    assert (Q >= lim.lower + margin - 1e-6).all() and (Q <= lim.upper - margin + 1e-6).all()
+    assert (np.abs(V) <= lim.velocity * (1 + TOL)).all()
+    assert (np.abs(A) <= lim.acceleration * (1 + TOL)).all()
+    # velocities are the position differences, accelerations the velocity differences: no jump
+    Q0 = np.vstack([run.outputs[0].state.position - run.outputs[0].state.velocity * run.dt, Q])
+    np.testing.assert_allclose(np.diff(Q0, axis=0) / run.dt, V, atol=1e-9)
+    jerk = np.diff(A, axis=0) / run.dt
+    assert (np.abs(jerk) <= ACCELERATION / RAMP * (1 + TOL)).all()
+
+
+def tip_twist(chain, q_a, q_b, dt):
+    """Base-frame twist of the tip between two configurations, by FK differences."""
+    Ta, Tb = chain.fk(q_a), chain.fk(q_b)
+    return np.concatenate([(Tb[:3, 3] - Ta[:3, 3]) / dt, rotation_vector(Tb[:3, :3] @ Ta[:3, :3].T) / dt])
+
+
+@pytest.mark.parametrize('frame', ['base', 'tool'])
+@pytest.mark.parametrize('twist', [[0.1, 0, 0, 0, 0, 0], [0, 0, 0.05, 0, 0, 0], [0, 0, 0, 0, 0, 0.3]])
+def test_twist_gives_that_tip_velocity(chain, frame, twist):
+    run = Run(chain)
+    twist = np.array(twist, float)
+    command = TwistCommand(twist, None if frame == 'base' else 'tool0')
+    run.cycles(60, command)   # past the acceleration ramp
+    q_a = run.q.copy()
+    R = np.eye(3) if frame == 'base' else chain.fk(q_a)[:3, :3]
+    run.cycles(1, command)
+    measured = tip_twist(chain, q_a, run.q, run.dt)
+    expected = np.concatenate([R @ twist[:3], R @ twist[3:]])
+    np.testing.assert_allclose(measured, expected, atol=2e-3 * max(1.0, np.abs(twist).max()))
+    assert run.outputs[-1].status == Status.NO_WARNING
+    assert_within_limits(run)
+
+
+def test_unitless_commands_are_scaled(chain):
+    run = Run(chain, command_in_type='unitless', scale_linear=0.2, scale_rotational=0.5)
+    command = TwistCommand(np.array([0.5, 0, 0, 0, 0, 0.4]))
+    run.cycles(80, command)
+    q_a = run.q.copy()
+    run.cycles(1, command)
+    np.testing.assert_allclose(tip_twist(chain, q_a, run.q, run.dt), [0.1, 0, 0, 0, 0, 0.2], atol=2e-3)
+
+
+def test_drift_dimensions_leave_free_axes_and_keep_the_others(chain):
+    run = Run(chain, drift_dimensions=(False, False, False, True, True, True))
+    command = TwistCommand(np.array([0.0, 0.1, 0.0, 0.0, 0.0, 0.0]))
+    run.cycles(60, command)
+    q_a = run.q.copy()
+    run.cycles(1, command)
+    np.testing.assert_allclose(tip_twist(chain, q_a, run.q, run.dt)[:3], [0, 0.1, 0], atol=2e-3)
+
+
+def test_a_second_of_twist_moves_the_tip_that_far(chain):
+    run = Run(chain)
+    T0 = chain.fk(HOME)
+    run.cycles(100, TwistCommand(np.array([0.1, 0, 0, 0, 0, 0])))
+    run.cycles(100, TwistCommand(np.zeros(6)))  # the teleop's zero twist on key release
+    T1 = chain.fk(run.q)
+    assert abs((T1[0, 3] - T0[0, 3]) - 0.1) < 0.005
+    assert np.linalg.norm(T1[1:3, 3] - T0[1:3, 3]) < 1e-3
+    assert np.linalg.norm(rotation_vector(T1[:3, :3] @ T0[:3, :3].T)) < 0.01
+    assert not np.any(run.servo.state.velocity)
+
+
+def test_approaching_matches_the_change_of_the_condition_number(chain):
+    """The servo's toward/away decision equals the sign of d(cond)/dt along the commanded motion."""
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(400):
+        q = HOME + rng.uniform(-1.0, 1.0, chain.n) * np.array([0.5, 0.6, 0.5, 1.2, 0.5, 0.8, 0.5])
+        servo = Servo(chain, limits_of(chain), ServoSettings(command_in_type='speed_units'))
+        servo.reset(MotionState.at_rest(q))
+        cond = np.linalg.cond(chain.jacobian(q))
+        if not 17 < cond < 60:
+            continue
+        twist = rng.normal(size=6) * 0.1
+        wanted = servo._cartesian(twist, np.eye(3))
+        dq = wanted.velocity / max(wanted.scale, 1e-3)
+        change = np.linalg.cond(chain.jacobian(q + 1e-6 * dq)) - cond
+        if abs(change) < 1e-6 * cond:
+            continue
+        approaching = wanted.status == Status.DECELERATE_FOR_APPROACHING_SINGULARITY or (
+            wanted.status == Status.HALT_FOR_SINGULARITY and cond < 60)
+        assert approaching == (change > 0), (q, twist, cond, change, wanted.status)
+        checked += 1
+    assert checked >= 10
+
+
+def test_stretching_into_the_singularity_slows_halts_and_reversing_leaves(chain):
+    run = Run(chain)
+    outward = TwistCommand(np.array([0.15, 0, 0, 0, 0, 0]))
+    out = run.cycles(600, outward)
+    statuses = {o.status for o in out}
+    assert Status.DECELERATE_FOR_APPROACHING_SINGULARITY in statuses
+    conditions = np.array([o.condition_number for o in out])
+    assert conditions.max() < 30 * 1.2   # halted near the hard stop
+    assert np.abs(out[-1].state.velocity).max() < 1e-3
+    scales = np.array([o.velocity_scale for o in out])
+    assert scales[-1] < 0.05
+    x_stop = chain.fk(run.q)[0, 3]
+    back = run.cycles(100, TwistCommand(-outward.twist))
+    assert chain.fk(run.q)[0, 3] < x_stop - 0.02
+    assert back[-1].condition_number < conditions[-1]
+    assert Status.DECELERATE_FOR_LEAVING_SINGULARITY in {o.status for o in back}
+    assert_within_limits(run)
+
+
+def test_joint_jog_stops_at_the_margin(chain):
+    margin = 0.1
+    run = Run(chain, joint_limit_margin=margin)
+    jog = np.full(chain.n, np.nan)
+    jog[3] = 1.0   # joint4 toward its upper limit (2.06 rad) from -1.4
+    out = run.cycles(600, JointJogCommand(jog))
+    q = run.q
+    upper = chain.upper[3] - margin
+    assert abs(q[3] - upper) < 0.01
+    assert Status.JOINT_BOUND in {o.status for o in out}
+    moved = np.abs(q - HOME) > 1e-12
+    assert moved.tolist() == [i == 3 for i in range(chain.n)]
+    assert_within_limits(run)
+    Q, _, _ = run.arrays()
+    assert Q[:, 3].max() <= upper + 1e-3
+
+
+def test_cartesian_motion_into_a_joint_margin_halts_as_a_whole(chain):
+    run = Run(chain, joint_limit_margin=0.1)
+    out = run.cycles(800, TwistCommand(np.array([0, 0, 0, 0, 0, 1.0]), 'tool0'))  # spins joint7
+    assert Status.JOINT_BOUND in {o.status for o in out}
+    assert np.abs(out[-1].state.velocity).max() < 1e-6
+    assert_within_limits(run, margin=0.1 - 1e-3)
+
+
+def test_stopping_decelerates_within_the_acceleration_limits_in_the_time_they_imply(chain):
+    run = Run(chain)
+    run.cycles(80, JointJogCommand(np.array([0.8, -0.8, 0.8, 0.8, 0.8, 0.8, 0.8])))
+    v0 = np.abs(run.servo.state.velocity).max()
+    out = run.cycles(200)
+    timeout = run.servo.settings.incoming_command_timeout
+    at_rest = next(k for k, o in enumerate(out) if not np.any(o.state.velocity)) * run.dt
+    # the watchdog waits incoming_command_timeout, then brakes: v/a plus the jerk ramp
+    assert at_rest <= timeout + v0 / ACCELERATION + RAMP + 3 * run.dt
+    assert at_rest >= v0 / ACCELERATION
+    assert {o.status for o in out[int(timeout / run.dt) + 1:]} == {Status.STALE_COMMAND}
+    assert_within_limits(run)
+    published = [o.publish for o in out]
+    assert not published[-1] and sum(published) < 200   # stops publishing after the halt messages
+
+
+def test_random_twist_stream_stays_within_every_limit(chain):
+    rng = np.random.default_rng(7)
+    run = Run(chain, publish_period=0.002)
+    for _ in range(300):
+        twist = rng.normal(size=6) * np.array([0.3, 0.3, 0.3, 1.0, 1.0, 1.0])
+        run.cycles(int(rng.integers(1, 40)), TwistCommand(twist, 'tool0' if rng.random() < 0.5 else None))
+    assert_within_limits(run)
+    statuses = {o.status for o in run.outputs}
+    assert Status.NO_WARNING in statuses
+
+
+def test_pause_stops_and_resume_moves_again(chain):
+    run = Run(chain)
+    command = TwistCommand(np.array([0, 0.1, 0, 0, 0, 0]))
+    run.cycles(30, command)
+    run.servo.set_paused(True)
+    out = run.cycles(100, command)
+    assert {o.status for o in out} == {Status.PAUSED}
+    assert not np.any(out[-1].state.velocity) and not out[-1].publish
+    q_paused = run.q.copy()
+    run.servo.set_paused(False)
+    run.cycles(30, command)
+    assert np.linalg.norm(run.q - q_paused) > 1e-3
+    assert_within_limits(run)
+
+
+def test_idle_servo_restarts_from_an_arm_moved_by_someone_else(chain):
+    run = Run(chain)
+    run.cycles(30, TwistCommand(np.array([0, 0.1, 0, 0, 0, 0])))
+    run.cycles(100)
+    moved = run.q + 0.2
+    run.measured = MotionState.at_rest(moved)
+    run.servo.set_command(JointJogCommand(np.zeros(chain.n)), run.t)
+    run.servo.step(run.t, run.measured)
+    np.testing.assert_allclose(run.q, moved)
+
+
+def test_stale_state_halts(chain):
+    run = Run(chain)
+    run.cycles(30, TwistCommand(np.array([0, 0.1, 0, 0, 0, 0])))
+    out = run.cycles(100, TwistCommand(np.array([0, 0.1, 0, 0, 0, 0])), state_error='joint_states are 1 s old')
+    assert {o.status for o in out} == {Status.STALE_STATE}
+    assert not np.any(out[-1].state.velocity)
+    assert_within_limits(run)
+
+
+def test_pose_target_is_reached(chain):
+    run = Run(chain)
+    goal = chain.fk(HOME + np.array([0.2, -0.1, 0.1, 0.2, -0.1, 0.1, 0.3]))
+    run.servo.set_command(PoseCommand(goal), run.t)
+    run.cycles(400)
+    T = chain.fk(run.q)
+    assert np.linalg.norm(T[:3, 3] - goal[:3, 3]) < 1e-3
+    assert np.linalg.norm(rotation_vector(goal[:3, :3] @ T[:3, :3].T)) < 5e-3
+    assert_within_limits(run)
+
+
+def test_moving_pose_target_is_tracked(chain):
+    run = Run(chain)
+    T0 = chain.fk(HOME)
+    radius, period = 0.05, 4.0
+    errors = []
+    for k in range(600):
+        angle = 2 * np.pi * k * run.dt / period
+        goal = make_pose(T0[:3, 3] + radius * np.array([0, np.sin(angle), 1 - np.cos(angle)]), T0[:3, :3])
+        run.servo.set_command(PoseCommand(goal), run.t)
+        run.cycles(1)
+        if k > 100:
+            errors.append(np.linalg.norm(chain.fk(run.q)[:3, 3] - goal[:3, 3]))
+    speed = 2 * np.pi * radius / period
+    assert max(errors) < 1.5 * speed / run.servo.settings.pose_linear_gain + 1e-3
+
+
+def test_bad_settings_are_refused(chain):
+    for bad in ({'command_in_type': 'furlongs'}, {'lower_singularity_threshold': 40.0},
+                {'drift_dimensions': (True,) * 6}, {'publish_period': 0.0}):
+        with pytest.raises(ValueError):
+            Servo(chain, limits_of(chain), ServoSettings(**bad))
