@@ -34,3 +34,11 @@ def test_missing_joint_and_unknown_link(robot):
         frames.pose('link2', {'joint1': 0.0})
     with pytest.raises(LinkNotFoundError):
         frames.pose('nowhere', {})
+
+
+def test_non_finite_position_is_refused(robot):
+    frames = RobotFrames(robot, 'base_link')
+    positions = {f'joint{i}': 0.0 for i in range(1, 8)}
+    positions['joint2'] = float('nan')
+    with pytest.raises(ValueError, match="joint 'joint2' is not a finite number"):
+        frames.pose('tool0', positions)

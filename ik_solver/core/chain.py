@@ -5,6 +5,20 @@ in ``kinematics`` compute from its arrays.  Fixed joints are folded into the
 constant transform before the next movable joint.  Mimic joints inside the
 chain follow their master (value = multiplier * master + offset) and are not
 IK variables; a mimic joint whose master is outside the chain is rejected.
+
+The model was checked by ``urdf.check_robot`` (a tree, finite numbers); the
+limits of the chain's joints are checked here, where they are read:
+
+- ``velocity`` must be finite, positive and at most ``MAX_MAGNITUDE``: the URDF
+  cannot switch a velocity limit off.  URDF requires ``velocity`` in every
+  ``<limit>`` (urdf_parser_py refuses it missing); only a continuous joint may
+  omit ``<limit>`` altogether, and then its velocity is unlimited (inf) here, for
+  the motion layer to bound from its own configuration.
+- ``lower``/``upper`` (and ``<safety_controller>`` soft limits, which win where
+  tighter, as in TRAC-IK) must be finite, within +-``MAX_MAGNITUDE`` and ordered.
+
+Joint positions given to ``fk``/``jacobian`` are checked as strictly: a message
+says whether they are missing, not numbers, of the wrong shape or not finite.
 """
 from dataclasses import dataclass, field
 
@@ -12,8 +26,7 @@ import numpy as np
 
 from . import kinematics as kin
 from .exceptions import ChainError, JointLimitError, LinkNotFoundError, UnsupportedJointError
-from .transforms import rpy_to_matrix
-from .urdf import parse_robot
+from .urdf import check_numbers, check_robot, joint_axis, joint_origin, MAX_MAGNITUDE, parse_robot
 
 
 @dataclass(frozen=True)
@@ -87,29 +100,63 @@ class Chain:
         return rng.uniform(self.sample_lower, self.sample_upper, size=shape)
 
     def within_limits(self, q, tol=1e-9):
-        q = np.asarray(q)
+        q = self.configuration(q)
         return bool(np.all(q >= self.lower - tol) and np.all(q <= self.upper + tol))
 
     def fk(self, q, link=None):
         """4x4 pose of ``link`` (default: the tip) in the base frame."""
-        return self.fk_batch(np.asarray(q, dtype=float)[None, :], link)[0]
+        return self.fk_batch(self.configuration(q)[None, :], link)[0]
 
     def fk_batch(self, Q, link=None):
         """Poses (B x 4 x 4) of ``link`` for configurations Q (B x n)."""
-        Q = self._check_batch(Q)
+        Q = self.configurations(Q)
         index, R, p = self._link_frame(link)
         return kin.fk_batch(Q, *self.kin_args, index, R, p)
 
     def jacobian(self, q):
         """Geometric tip Jacobian (6 x n), rows (vx, vy, vz, wx, wy, wz) in the base frame."""
-        return self.jacobian_batch(np.asarray(q, dtype=float)[None, :])[0]
+        return self.jacobian_batch(self.configuration(q)[None, :])[0]
 
     def jacobian_batch(self, Q):
-        return kin.jacobian_batch(self._check_batch(Q), *self.kin_args, self.n)
+        """Tip Jacobians (B x 6 x n) for configurations Q (B x n)."""
+        return kin.jacobian_batch(self.configurations(Q), *self.kin_args, self.n)
+
+    def configuration(self, q, what='q'):
+        """``q`` as a contiguous float array of shape (n,); ValueError naming the cause otherwise."""
+        return self._checked(q, what, f'({self.n},)', lambda shape: shape == (self.n,))
+
+    def configurations(self, Q, what='Q'):
+        """``Q`` as a contiguous float array of shape (B, n); ValueError naming the cause otherwise."""
+        return self._checked(Q, what, f'(B, {self.n})', lambda shape: len(shape) == 2 and shape[1] == self.n)
+
+    def _checked(self, values, what, expected, shape_ok):
+        if values is None:
+            raise ValueError(f'{what} is missing (None); expected joint positions of shape {expected}')
+        try:
+            raw = np.asarray(values)
+        except ValueError as exc:  # ragged nesting
+            raise ValueError(f'{what} is not an array of shape {expected}: {exc}') from None
+        if raw.dtype == object and any(v is None for v in raw.ravel()):
+            raise ValueError(f'{what} has missing values (None)')
+        if raw.dtype.kind not in 'iufO':
+            raise ValueError(f'{what} must hold numbers, got {raw.dtype.name} values')
+        try:
+            array = np.asarray(raw, dtype=float)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ValueError(f'{what} must hold numbers: {exc}') from None
+        if not shape_ok(array.shape):
+            raise ValueError(f'{what} has shape {array.shape}, expected {expected}')
+        bad = ~np.isfinite(array)
+        if bad.any():
+            joints = sorted({self.joints[i].name for i in np.nonzero(bad)[-1]})
+            raise ValueError(f'{what} is not finite (nan or inf) for {", ".join(joints)}')
+        return np.ascontiguousarray(array)  # the kernels' signature: no new compilation per layout
 
     def _link_frame(self, link):
         if link is None:
             link = self.tip_link
+        if not isinstance(link, str):
+            raise LinkNotFoundError(f'link must be a link name (str), got {type(link).__name__}')
         try:
             return self.link_frames[link]
         except KeyError:
@@ -117,31 +164,30 @@ class Chain:
                 f"link '{link}' is not in the chain {self.base_link} -> {self.tip_link}; "
                 f'chain links: {", ".join(self.link_frames)}') from None
 
-    def _check_batch(self, Q):
-        Q = np.ascontiguousarray(Q, dtype=float)
-        if Q.ndim != 2 or Q.shape[1] != self.n:
-            raise ValueError(f'expected configurations of shape (B, {self.n}), got {Q.shape}')
-        return Q
 
+def load_chain(source, base_link, tip_link, xacro_args=None):
+    """Build the chain ``base_link`` -> ``tip_link`` from URDF/xacro text or a file path.
 
-def load_chain(source, base_link, tip_link):
-    """Build the chain ``base_link`` -> ``tip_link`` from URDF/xacro text or a file path."""
-    return chain_from_robot(parse_robot(source), base_link, tip_link)
+    ``xacro_args`` ({name: value}) set the xacro arguments, as ``name:=value`` on xacro's command line.
+    """
+    return chain_from_robot(parse_robot(source, xacro_args), base_link, tip_link)
 
 
 def chain_from_robot(robot, base_link, tip_link):
-    """Build a Chain from a parsed ``urdf_parser_py`` Robot."""
+    """Build a Chain from a parsed ``urdf_parser_py`` Robot (checked again: a tree, finite numbers)."""
+    parent_joint = check_robot(robot)
     links = {link.name for link in robot.links}
     for role, name in (('base', base_link), ('tip', tip_link)):
+        if not isinstance(name, str):
+            raise LinkNotFoundError(f'{role} link must be a link name (str), got {type(name).__name__}')
         if name not in links:
             raise LinkNotFoundError(f"{role} link '{name}' is not in robot '{robot.name}'")
-    path = _joint_path(robot, base_link, tip_link)
+    path = _joint_path(parent_joint, base_link, tip_link)
     return _ChainBuilder(base_link, tip_link).build(path, robot)
 
 
-def _joint_path(robot, base_link, tip_link):
-    """Joints from base to tip, walking up from the tip through each link's parent joint."""
-    parent_joint = {j.child: j for j in robot.joints}
+def _joint_path(parent_joint, base_link, tip_link):
+    """Joints from base to tip, walking up from the tip (the tree has no cycle: check_robot)."""
     path = []
     link = tip_link
     while link != base_link:
@@ -183,7 +229,7 @@ class _ChainBuilder:
             np.array(self.offset, dtype=float), frames, [m[0].name for m in self.mimics])
 
     def _add(self, joint):
-        R0, p0 = _origin(joint)
+        R0, p0 = joint_origin(joint)
         self.p = self.p + self.R @ p0
         self.R = self.R @ R0
         if joint.type == 'fixed':
@@ -192,13 +238,9 @@ class _ChainBuilder:
             raise UnsupportedJointError(
                 f"joint '{joint.name}' is {joint.type}: only revolute, continuous, prismatic and fixed "
                 'joints can be in an IK chain')
-        axis = np.array(joint.axis if joint.axis is not None else [1.0, 0.0, 0.0], dtype=float)
-        norm = np.linalg.norm(axis)
-        if not np.isfinite(norm) or norm < 1e-9:
-            raise UnsupportedJointError(f"joint '{joint.name}' has a zero or invalid axis")
         self.origin_R.append(self.R)
         self.origin_p.append(self.p)
-        self.axis.append(axis / norm)
+        self.axis.append(joint_axis(joint))
         self.kind.append(kin.PRISMATIC if joint.type == 'prismatic' else kin.REVOLUTE)
         self.R, self.p = np.eye(3), np.zeros(3)
         if joint.mimic is not None:
@@ -214,8 +256,12 @@ class _ChainBuilder:
         self.joints.append(_joint_info(joint))
 
     def _resolve_mimics(self):
+        mimic_names = {joint.name for joint, _ in self.mimics}
         for joint, slot in self.mimics:
             master = joint.mimic.joint
+            if master in mimic_names:
+                raise UnsupportedJointError(
+                    f"mimic joint '{joint.name}' follows '{master}', which is itself a mimic joint")
             if master not in self.variable_of:
                 raise UnsupportedJointError(
                     f"mimic joint '{joint.name}' follows '{master}', which is not a movable joint of the "
@@ -223,31 +269,35 @@ class _ChainBuilder:
             self.var[slot] = self.variable_of[master]
 
 
-def _origin(joint):
-    if joint.origin is None:
-        return np.eye(3), np.zeros(3)
-    xyz = joint.origin.xyz if joint.origin.xyz is not None else [0.0, 0.0, 0.0]
-    rpy = joint.origin.rpy if joint.origin.rpy is not None else [0.0, 0.0, 0.0]
-    return rpy_to_matrix(rpy), np.array(xyz, dtype=float)
-
-
 def _joint_info(joint):
-    """Limits of one joint; soft limits from <safety_controller> win where tighter (as TRAC-IK)."""
+    """Limits of one IK variable, checked (see the module docstring)."""
     limit = joint.limit
-    velocity = float(limit.velocity) if limit is not None and limit.velocity else np.inf
-    if velocity <= 0:
-        raise JointLimitError(f"joint '{joint.name}' has a non-positive velocity limit {velocity}")
+    velocity = _velocity_limit(joint)
     if joint.type == 'continuous':
         return JointInfo(joint.name, joint.type, -np.inf, np.inf, velocity)
     if limit is None or limit.lower is None or limit.upper is None:
         raise JointLimitError(f"{joint.type} joint '{joint.name}' has no <limit lower=... upper=...>")
-    lower, upper = float(limit.lower), float(limit.upper)
+    lower, upper = (_limit_value(joint, f'<limit {key}>', getattr(limit, key)) for key in ('lower', 'upper'))
     safety = joint.safety_controller
     if safety is not None:
         if safety.soft_lower_limit is not None:
-            lower = max(lower, float(safety.soft_lower_limit))
+            lower = max(lower, _limit_value(joint, '<safety_controller soft_lower_limit>', safety.soft_lower_limit))
         if safety.soft_upper_limit is not None:
-            upper = min(upper, float(safety.soft_upper_limit))
-    if not (np.isfinite(lower) and np.isfinite(upper)) or lower > upper:
-        raise JointLimitError(f"joint '{joint.name}' has invalid limits [{lower}, {upper}]")
+            upper = min(upper, _limit_value(joint, '<safety_controller soft_upper_limit>', safety.soft_upper_limit))
+    if lower > upper:
+        raise JointLimitError(f"joint '{joint.name}' has invalid limits [{lower}, {upper}]: lower > upper")
     return JointInfo(joint.name, joint.type, lower, upper, velocity)
+
+
+def _velocity_limit(joint):
+    if joint.limit is None or joint.limit.velocity is None:
+        return np.inf  # a continuous joint without <limit> (URDF allows it)
+    velocity = float(joint.limit.velocity)
+    if not (np.isfinite(velocity) and 0 < velocity <= MAX_MAGNITUDE):
+        raise JointLimitError(f"joint '{joint.name}' has <limit velocity> {velocity}: it must be finite, "
+                              f'positive and at most {MAX_MAGNITUDE:g} (rad/s or m/s)')
+    return velocity
+
+
+def _limit_value(joint, what, value):
+    return float(check_numbers(value, f"joint '{joint.name}' {what}", JointLimitError)[0])

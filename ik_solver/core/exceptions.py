@@ -1,4 +1,9 @@
-"""Errors a robot model can raise; each message names the link or joint at fault."""
+"""Errors a robot model can raise; each message names the link or joint at fault.
+
+They are ValueErrors so that callers who only check their inputs catch them too,
+and ModelErrors so that a node can tell "this description is unusable" (keep the
+previous model) from a programming error.
+"""
 
 
 class ModelError(ValueError):
@@ -7,6 +12,14 @@ class ModelError(ValueError):
 
 class URDFParseError(ModelError):
     """The URDF or xacro text is not a well-formed robot description."""
+
+
+class TreeError(ModelError):
+    """Links and joints do not form a tree: a cycle, two parents, a duplicate or an undeclared name."""
+
+
+class ModelValueError(ModelError):
+    """A number in the model (origin, axis, mimic) is missing, not finite or beyond the documented bound."""
 
 
 class LinkNotFoundError(ModelError):

@@ -4,11 +4,14 @@ A target may be stamped in a link outside the IK chain (a camera on the
 torso, a world link above the base).  Its pose in the base link follows
 from the robot's own kinematics and the current positions of the joints on
 the path, without tf.
+
+The robot is checked on construction (``urdf.check_robot``), so every walk up
+the tree ends even for a robot that did not come through ``parse_robot``.
 """
 import numpy as np
 
 from .exceptions import LinkNotFoundError, UnsupportedJointError
-from .transforms import rpy_to_matrix
+from .urdf import check_robot, joint_axis, joint_origin
 
 
 def _axis_angle(axis, angle):
@@ -24,15 +27,14 @@ class RobotFrames:
     """Poses of the links of a parsed URDF relative to one reference link."""
 
     def __init__(self, robot, reference):
-        self._parent = {j.child: j for j in robot.joints}
+        self._parent = check_robot(robot)
         self._links = {link.name for link in robot.links}
-        self._joints = {j.name: j for j in robot.joints}
         self.reference = reference
-        if reference not in self._links:
+        if not isinstance(reference, str) or reference not in self._links:
             raise LinkNotFoundError(f"link '{reference}' is not in the robot")
 
     def has_link(self, link):
-        return link in self._links
+        return isinstance(link, str) and link in self._links
 
     def joints_between(self, link):
         """Names of the non-fixed joints whose positions the pose of ``link`` depends on."""
@@ -40,7 +42,7 @@ class RobotFrames:
 
     def pose(self, link, positions):
         """4x4 pose of ``link`` in the reference link; positions: {joint name: value}."""
-        if link not in self._links:
+        if not isinstance(link, str) or link not in self._links:
             raise LinkNotFoundError(f"link '{link}' is not in the robot")
         return np.linalg.inv(self._root_pose(self.reference, positions)) @ self._root_pose(link, positions)
 
@@ -61,23 +63,29 @@ class RobotFrames:
 
 def _joint_transform(joint, positions):
     T = np.eye(4)
-    if joint.origin is not None:
-        T[:3, :3] = rpy_to_matrix(joint.origin.rpy or [0, 0, 0])
-        T[:3, 3] = joint.origin.xyz or [0, 0, 0]
+    T[:3, :3], T[:3, 3] = joint_origin(joint)
     if joint.type == 'fixed':
         return T
     if joint.type not in ('revolute', 'continuous', 'prismatic'):
         raise UnsupportedJointError(f"joint '{joint.name}' is {joint.type}: its pose cannot be computed")
-    if joint.name not in positions:
-        raise KeyError(f"position of joint '{joint.name}' is unknown (not in joint_states)")
-    value = positions[joint.name]
+    value = _position(joint.name, positions)
     if joint.mimic is not None and joint.mimic.joint in positions:
-        value = (joint.mimic.multiplier or 1.0) * positions[joint.mimic.joint] + (joint.mimic.offset or 0.0)
-    axis = np.array(joint.axis if joint.axis is not None else [1.0, 0.0, 0.0], float)
-    axis /= np.linalg.norm(axis)
+        value = ((1.0 if joint.mimic.multiplier is None else joint.mimic.multiplier)
+                 * _position(joint.mimic.joint, positions)
+                 + (0.0 if joint.mimic.offset is None else joint.mimic.offset))
+    axis = joint_axis(joint)
     motion = np.eye(4)
     if joint.type == 'prismatic':
         motion[:3, 3] = axis * value
     else:
         motion[:3, :3] = _axis_angle(axis, value)
     return T @ motion
+
+
+def _position(name, positions):
+    if name not in positions:
+        raise KeyError(f"position of joint '{name}' is unknown (not in joint_states)")
+    value = positions[name]
+    if not isinstance(value, (int, float, np.integer, np.floating)) or not np.isfinite(value):
+        raise ValueError(f"position of joint '{name}' is not a finite number: {value!r}")
+    return float(value)

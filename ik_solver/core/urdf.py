@@ -1,46 +1,72 @@
-"""Read a robot description from URDF or xacro text or a file.
+"""Read a robot description from URDF or xacro text or a file, and refuse any model that is not sound.
 
 ``urdf_parser_py`` is strict about elements IK never reads (visuals, meshes,
 materials, transmissions, <gazebo>, <ros2_control>), and some robot packages
 ship URDFs it rejects there.  We drop those elements before handing the XML to
 the parser, so a URDF loads whenever its links and joints are sound, and no
 mesh file is ever opened.
+
+It is also lenient where a robot would be hurt: it accepts cycles, duplicate
+names, joints to undeclared links and NaN numbers.  A description may come
+from a topic, so every model is checked here, once, before any consumer walks
+it: links and joints must form a tree (every walk up a parent chain ends), and
+every number the kinematics read (origins, movable axes, mimic factors) must be
+finite and within ``MAX_MAGNITUDE``.  Joint limits are checked where they are
+read, for the joints of the IK chain (``chain.py``), so a gripper joint with a
+sloppy ``<limit>`` outside the chain does not block the arm.  Every refusal is
+a ``ModelError`` naming the joint or link.
 """
 from contextlib import redirect_stderr
 import io
 import os
 import xml.etree.ElementTree as ET
 
+import numpy as np
 from urdf_parser_py import urdf
 
-from .exceptions import URDFParseError
+from .exceptions import ModelError, ModelValueError, TreeError, URDFParseError
+from .transforms import rpy_to_matrix
 
 #: Elements IK does not use; they are removed before parsing.
 IGNORED_ELEMENTS = ('visual', 'collision', 'inertial', 'material', 'transmission',
                     'gazebo', 'ros2_control', 'sensor')
 KEPT_JOINT_CHILDREN = ('origin', 'parent', 'child', 'axis', 'limit', 'safety_controller', 'mimic')
+MOVABLE_TYPES = ('revolute', 'continuous', 'prismatic')
+#: Bound on every length (m), angle (rad), joint limit, velocity limit and mimic factor the model gives.
+#: Real arms stay far inside it (10 km, 1600 turns); beyond it a value is a typo or an attack (1e300 overflows
+#: squared errors).  It admits the velocity 10000 that some shipped URDFs use as "unlimited" (Baxter, Solo):
+#: the motion layer's joint_limits file must then give the real limit.
+MAX_MAGNITUDE = 1e4
+#: Longest robot description accepted (characters), so that parsing stays well under a second.
+MAX_DESCRIPTION_CHARS = 16 * 2 ** 20
+MIN_AXIS_NORM = 1e-9
 
 
-def load_robot_description(source):
-    """Return the URDF XML of ``source``: URDF/xacro text, or a path to a .urdf or .xacro file."""
+def load_robot_description(source, xacro_args=None):
+    """Return the URDF XML of ``source``: URDF/xacro text, or a path to a .urdf or .xacro file.
+
+    ``xacro_args`` ({name: value}) are the xacro arguments (``$(arg name)``), as ``name:=value`` on
+    the xacro command line; a plain URDF has none and ignores them.
+    """
+    mappings = _xacro_mappings(xacro_args)
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
     if not isinstance(source, str) or not source.strip():
         raise URDFParseError('robot description is empty')
-    text = source
     if '<' not in source:
-        if not os.path.isfile(source):
-            raise URDFParseError(f'robot description file not found: {source}')
-        if source.endswith('.xacro'):
-            return _run_xacro(source)
-        with open(source, encoding='utf-8') as f:
-            text = f.read()
-    if 'xmlns:xacro' in text:
-        return _run_xacro_text(text)
-    return text
+        text = _read_file(source)
+        if source.endswith('.xacro') or 'xmlns:xacro' in text:
+            return _checked_size(_run_xacro(source, mappings), f'xacro output of {source}')
+        return text
+    _checked_size(source, 'robot description')
+    if 'xmlns:xacro' in source:
+        return _checked_size(_run_xacro_text(source, mappings), 'xacro output')
+    return source
 
 
-def parse_robot(source):
-    """Parse ``source`` (see load_robot_description) into a ``urdf_parser_py`` Robot."""
-    text = load_robot_description(source)
+def parse_robot(source, xacro_args=None):
+    """Parse ``source`` (see load_robot_description) into a checked ``urdf_parser_py`` Robot."""
+    text = load_robot_description(source, xacro_args)
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
@@ -48,6 +74,7 @@ def parse_robot(source):
     if root.tag != 'robot':
         raise URDFParseError(f'root element is <{root.tag}>, expected <robot>')
     _strip_unused(root)
+    _check_joint_elements(root)
     root.set('name', root.get('name') or 'robot')
     stripped = ET.tostring(root, encoding='unicode')
     try:
@@ -56,7 +83,107 @@ def parse_robot(source):
     except Exception as exc:  # urdf_parser_py raises bare Exceptions with a path
         raise URDFParseError(f'invalid URDF: {exc}') from None
     _mark_missing_limits(root, robot)
+    check_robot(robot)
     return robot
+
+
+def check_robot(robot):
+    """Refuse a model that is not a tree or has unusable numbers; return {child link: parent joint}."""
+    parent_joint = _check_tree(robot)
+    for joint in robot.joints:
+        _check_joint_values(joint)
+    return parent_joint
+
+
+def _check_tree(robot):
+    links = _unique_names(robot.links, 'link')
+    _unique_names(robot.joints, 'joint')
+    parent_joint = {}
+    for joint in robot.joints:
+        for role in ('parent', 'child'):
+            link = getattr(joint, role)
+            if link not in links:
+                raise TreeError(f"joint '{joint.name}' has {role} link '{link}', which is not declared")
+        if joint.child in parent_joint:
+            raise TreeError(f"link '{joint.child}' has two parent joints: '{parent_joint[joint.child].name}' "
+                            f"and '{joint.name}'")
+        parent_joint[joint.child] = joint
+    _check_acyclic(parent_joint)
+    return parent_joint
+
+
+def _unique_names(elements, kind):
+    names = set()
+    for element in elements:
+        name = element.name
+        if not isinstance(name, str) or not name.strip():
+            raise TreeError(f'a {kind} has an empty name')
+        if name in names:
+            raise TreeError(f"{kind} name '{name}' is declared more than once")
+        names.add(name)
+    return names
+
+
+def _check_acyclic(parent_joint):
+    """Walk up from every link; each walk must reach a root.  O(links): finished walks are remembered."""
+    rooted = set()
+    for start in parent_joint:
+        walk, on_walk, link = [], set(), start
+        while link in parent_joint and link not in rooted:
+            if link in on_walk:
+                cycle = walk[walk.index(link):]
+                joints = ', '.join(f"'{parent_joint[name].name}'" for name in cycle)
+                links = ', '.join(f"'{name}'" for name in cycle)
+                raise TreeError(f'joints {joints} form a cycle through links {links}')
+            walk.append(link)
+            on_walk.add(link)
+            link = parent_joint[link].parent
+        rooted.update(walk)
+
+
+def _check_joint_values(joint):
+    if joint.origin is not None:
+        check_numbers(joint.origin.xyz, f"joint '{joint.name}' <origin xyz>", ModelValueError)
+        check_numbers(joint.origin.rpy, f"joint '{joint.name}' <origin rpy>", ModelValueError)
+    if joint.type in MOVABLE_TYPES and joint.axis is not None:
+        axis = check_numbers(joint.axis, f"joint '{joint.name}' <axis xyz>", ModelValueError)
+        if np.linalg.norm(axis) < MIN_AXIS_NORM:
+            raise ModelValueError(f"joint '{joint.name}' has a zero <axis xyz> {list(axis)}")
+    if joint.mimic is not None:  # its master is checked by the chain, where it matters (shipped hands dangle)
+        for key in ('multiplier', 'offset'):
+            check_numbers(getattr(joint.mimic, key), f"joint '{joint.name}' <mimic {key}>", ModelValueError)
+
+
+def check_numbers(values, what, error, low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE):
+    """Return ``values`` as a float array; raise ``error`` naming ``what`` unless all are finite in [low, high].
+
+    ``None`` (an attribute the URDF leaves out) passes as an empty array.
+    """
+    array = np.atleast_1d(np.asarray([] if values is None else values, dtype=float))
+    if not np.all(np.isfinite(array)):
+        raise error(f'{what} is not finite: {_show(values)}')
+    if np.any(array < low) or np.any(array > high):
+        raise error(f'{what} is {_show(values)}, outside [{low:g}, {high:g}]')
+    return array
+
+
+def joint_origin(joint):
+    """Return (R, p) of a joint's <origin>: its child frame in its parent frame at zero position."""
+    if joint.origin is None:
+        return np.eye(3), np.zeros(3)
+    xyz = joint.origin.xyz if joint.origin.xyz is not None else [0.0, 0.0, 0.0]
+    rpy = joint.origin.rpy if joint.origin.rpy is not None else [0.0, 0.0, 0.0]
+    return rpy_to_matrix(rpy), np.array(xyz, dtype=float)
+
+
+def joint_axis(joint):
+    """Return the unit axis of a movable joint; URDF's default is x (check_robot refused zero and non-finite ones)."""
+    axis = np.array(joint.axis if joint.axis is not None else [1.0, 0.0, 0.0], dtype=float)
+    return axis / np.linalg.norm(axis)
+
+
+def _show(values):
+    return values if np.isscalar(values) else list(np.asarray(values, dtype=float))
 
 
 def _mark_missing_limits(root, robot):
@@ -84,20 +211,66 @@ def _strip_unused(root):
                 joint.remove(child)
 
 
-def _run_xacro(path):
+def _check_joint_elements(root):
+    """Refuse what urdf_parser_py would silently resolve: a repeated element, a <parent/> without a link."""
+    for joint in root.findall('joint'):
+        name = joint.get('name')
+        for tag in KEPT_JOINT_CHILDREN:
+            count = len(joint.findall(tag))
+            if count > 1:
+                raise URDFParseError(f"joint '{name}' has {count} <{tag}> elements, expected at most one")
+        for tag in ('parent', 'child'):
+            element = joint.find(tag)
+            if element is not None and not (element.get('link') or '').strip():
+                raise URDFParseError(f"joint '{name}' has a <{tag}> without a link name")
+
+
+def _xacro_mappings(xacro_args):
+    if xacro_args is None:
+        return {}
+    if not isinstance(xacro_args, dict):
+        raise ModelError(f'xacro_args must be a dict of name -> value, got {type(xacro_args).__name__}')
+    for name, value in xacro_args.items():
+        if not isinstance(name, str) or not name or not isinstance(value, (str, int, float, bool)):
+            raise ModelError(f'xacro argument {name!r}: names must be non-empty strings and values strings '
+                             f'or numbers, got {value!r}')
+    return {name: str(value) for name, value in xacro_args.items()}
+
+
+def _read_file(path):
+    if not os.path.isfile(path):
+        raise URDFParseError(f'robot description file not found: {path}')
+    if os.path.getsize(path) > MAX_DESCRIPTION_CHARS:
+        raise URDFParseError(f'robot description file {path} is larger than {MAX_DESCRIPTION_CHARS} bytes')
+    try:
+        with open(path, encoding='utf-8') as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise URDFParseError(f'cannot read robot description file {path}: {exc}') from None
+
+
+def _checked_size(text, what):
+    if len(text) > MAX_DESCRIPTION_CHARS:
+        raise URDFParseError(f'{what} is longer than {MAX_DESCRIPTION_CHARS} characters')
+    return text
+
+
+def _run_xacro(path, mappings):
     import xacro
     try:
-        doc = xacro.process_file(path)
-    except Exception as exc:
+        doc = xacro.process_file(path, mappings=mappings)
+    except Exception as exc:  # xacro raises XacroException, expat and evaluation errors alike
         raise URDFParseError(f'xacro failed on {path}: {exc}') from None
     return doc.toprettyxml(indent='  ')
 
 
-def _run_xacro_text(text):
-    import tempfile
-    with tempfile.NamedTemporaryFile('w', suffix='.xacro', delete=False) as f:
-        f.write(text)
+def _run_xacro_text(text, mappings):
+    """Expand xacro text in memory; relative includes resolve against the working directory."""
+    import xacro
     try:
-        return _run_xacro(f.name)
-    finally:
-        os.unlink(f.name)
+        xacro.init_stacks(None)
+        doc = xacro.parse(text)
+        xacro.process_doc(doc, mappings=mappings)
+    except Exception as exc:  # as in _run_xacro
+        raise URDFParseError(f'xacro failed on the robot description text: {exc}') from None
+    return doc.toprettyxml(indent='  ')
