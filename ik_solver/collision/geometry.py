@@ -1,0 +1,114 @@
+"""Collision shapes of a URDF's links, read from its <collision> elements into Coal geometries.
+
+We read <collision> ourselves rather than through urdfdom, which silently drops
+what it does not know (capsules) and reports missing meshes without the link.
+Each shape keeps its link and its placement in the link frame; meshes are found
+and loaded by ``meshes``.  A link whose mesh is missing is an error, or, with
+``skip_missing_meshes``, loses all its collision geometry (and says so).
+"""
+from dataclasses import dataclass
+import logging
+
+import numpy as np
+
+from .errors import CollisionError
+from .meshes import MeshCache, resolve_mesh_path
+from ..core.transforms import rpy_to_matrix
+
+LOGGER = logging.getLogger('ik_solver.collision')
+#: URDF geometry element -> its attributes, in the order Coal's constructor takes them.
+PRIMITIVES = {'box': ('size',), 'sphere': ('radius',), 'cylinder': ('radius', 'length'),
+              'capsule': ('radius', 'length')}
+
+
+@dataclass(frozen=True)
+class LinkShape:
+    """One collision element: a Coal geometry fixed to ``link`` at ``placement`` (4x4, link frame)."""
+
+    link: str
+    geometry: object
+    placement: np.ndarray
+    description: str
+
+
+def link_shapes(root, package_dirs=(), base_dir=None, skip_missing_meshes=False, convex=False):
+    """Return (shapes, notes): the collision shapes of every link of the URDF element ``root``.
+
+    ``notes`` lists what was skipped (links whose meshes are missing, with ``skip_missing_meshes``).
+    """
+    meshes = MeshCache(convex)
+    shapes, notes = [], []
+    for link in root.findall('link'):
+        name = link.get('name')
+        try:
+            shapes += [_shape(name, element, meshes, package_dirs, base_dir)
+                       for element in link.findall('collision')]
+        except _MissingMesh as missing:
+            if not skip_missing_meshes:
+                raise CollisionError(f'{missing}; give its package directory in package_dirs, or set '
+                                     'skip_missing_meshes to check without this link') from None
+            note = f'{missing}: link {name!r} has no collision geometry'
+            LOGGER.warning(note)
+            notes.append(note)
+    return shapes, notes
+
+
+class _MissingMesh(Exception):
+    pass
+
+
+def _shape(link, element, meshes, package_dirs, base_dir):
+    geometry = element.find('geometry')
+    kinds = [] if geometry is None else list(geometry)
+    if len(kinds) != 1:
+        raise CollisionError(f"link '{link}': a <collision> needs one <geometry> with one shape")
+    kind = kinds[0]
+    placement = _origin(link, element.find('origin'))
+    if kind.tag == 'mesh':
+        return _mesh(link, kind, placement, meshes, package_dirs, base_dir)
+    if kind.tag not in PRIMITIVES:
+        raise CollisionError(f"link '{link}': unsupported collision geometry <{kind.tag}>; "
+                             f'expected mesh, {", ".join(PRIMITIVES)}')
+    values = [v for attribute in PRIMITIVES[kind.tag]
+              for v in _numbers(link, kind, attribute, length=3 if attribute == 'size' else 1)]
+    if any(v <= 0 for v in values):
+        raise CollisionError(f"link '{link}': <{kind.tag}> dimensions must be positive, got {values}")
+    import coal
+    constructor = {'box': coal.Box, 'sphere': coal.Sphere, 'cylinder': coal.Cylinder, 'capsule': coal.Capsule}
+    return LinkShape(link, constructor[kind.tag](*values), placement, f'{kind.tag} {values}')
+
+
+def _mesh(link, element, placement, meshes, package_dirs, base_dir):
+    uri = element.get('filename')
+    if not uri:
+        raise CollisionError(f"link '{link}': <mesh> has no filename")
+    scale = _numbers(link, element, 'scale', default='1 1 1')
+    if len(scale) == 1:
+        scale = scale * 3
+    if len(scale) != 3 or any(s == 0 for s in scale):
+        raise CollisionError(f"link '{link}': mesh scale must be 3 non-zero numbers, got {scale}")
+    path = resolve_mesh_path(uri, package_dirs, base_dir)
+    if path is None:
+        raise _MissingMesh(f"collision mesh {uri} of link '{link}' not found")
+    return LinkShape(link, meshes.load(path, scale, link), placement, f'mesh {path}')
+
+
+def _origin(link, element):
+    placement = np.eye(4)
+    if element is not None:
+        placement[:3, :3] = rpy_to_matrix(_numbers(link, element, 'rpy', default='0 0 0', length=3))
+        placement[:3, 3] = _numbers(link, element, 'xyz', default='0 0 0', length=3)
+    return placement
+
+
+def _numbers(link, element, attribute, default=None, length=None):
+    text = element.get(attribute, default)
+    if text is None:
+        raise CollisionError(f"link '{link}': <{element.tag}> has no {attribute}")
+    try:
+        values = [float(v) for v in text.split()]
+    except ValueError:
+        raise CollisionError(f"link '{link}': <{element.tag} {attribute}=\"{text}\"> is not numeric") from None
+    if not all(np.isfinite(values)) or (length is not None and len(values) != length):
+        raise CollisionError(f"link '{link}': <{element.tag} {attribute}=\"{text}\"> is invalid")
+    return values
