@@ -1,15 +1,104 @@
-"""Run one node until Ctrl-C or shutdown, then tear it down cleanly (each node's ``main``)."""
+"""Run a node until SIGINT, SIGTERM or SIGHUP, then tear it down cleanly and exit 0.
+
+Why not rclpy's own signal handlers: a SIGINT sent to a whole process group
+(``timeout -s INT``, CI runners, ``ros2 launch`` forwarding it once more)
+reaches a node twice, and rclpy turns each into a KeyboardInterrupt, which
+can land inside ``destroy_node`` and print a traceback with exit code -2.
+SIGTERM and SIGHUP ended the process without any cleanup.
+
+Here one Python handler serves all three signals: the first one asks for a
+clean shutdown, later ones are ignored.  The executor spins in
+a worker thread so the main thread, which Python runs signal handlers in,
+is never blocked inside ``rcl_wait``.
+"""
+import signal
+import threading
+
 import rclpy
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
+
+#: The signals that end a node cleanly.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def run_node(make_node, args=None):
-    rclpy.init(args=args)
-    node = make_node()
+class ShutdownRequested(SystemExit):
+    """Raised in the main thread by the first stop signal while ``ShutdownSignals.raising``; exits with 0."""
+
+    def __init__(self, signum):
+        super().__init__(0)
+        self.signum = signum
+
+
+class ShutdownSignals:
+    """Turn SIGINT, SIGTERM and SIGHUP into one clean shutdown request.
+
+    While ``raising`` is true (start-up, or a script's main loop) the first
+    signal raises ``ShutdownRequested`` in the main thread; otherwise it only
+    sets ``event``.  From then on the three signals are ignored (SIG_IGN), so
+    the teardown is never interrupted, not even while the interpreter
+    finalizes (it resets Python-level handlers to the default, which would
+    kill the process with -2 on a signal forwarded a moment later).  Install
+    from the main thread.
+    """
+
+    def __init__(self, raising=True):
+        self.raising = raising
+        self.event = threading.Event()
+        self.signum = None
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self._handle)
+
+    @property
+    def requested(self):
+        return self.signum is not None
+
+    def _handle(self, signum, frame):
+        for other in STOP_SIGNALS:  # SIG_IGN also survives Python's finalization, which resets Python handlers
+            signal.signal(other, signal.SIG_IGN)
+        self.signum = signum
+        self.event.set()
+        if self.raising:
+            raise ShutdownRequested(signum)
+
+    def wait(self):
+        """Block until a stop signal (or ``event.set()`` by someone else)."""
+        while not self.event.wait(1.0):
+            pass
+
+
+def _spin(executor, done):
     try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
+        executor.spin()
+    except ExternalShutdownException:
         pass
     finally:
-        node.destroy_node()
+        done.set()
+
+
+def run_node(make_node, args=None, executor=None):
+    """Create ``make_node()``, spin it until a stop signal or rclpy shutdown, then destroy it; return 0.
+
+    ``executor``: an rclpy executor (e.g. a MultiThreadedExecutor); default single-threaded.
+    """
+    signals = ShutdownSignals(raising=True)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    node = None
+    executor = executor or SingleThreadedExecutor()
+    try:
+        node = make_node()
+        signals.raising = False
+        executor.add_node(node)
+        worker = threading.Thread(target=_spin, args=(executor, signals.event), name='spin', daemon=True)
+        worker.start()
+        signals.wait()
+        executor.shutdown(timeout_sec=5.0)
+        worker.join(5.0)
+    except ShutdownRequested:
+        pass
+    finally:
+        signals.raising = False
+        if node is not None:
+            node.destroy_node()
         rclpy.try_shutdown()
+    return 0

@@ -1,0 +1,95 @@
+"""SIGINT, SIGTERM or SIGHUP to a whole process group ends every node with exit 0 and no traceback.
+
+Real processes: the demo's two nodes (sim_arm_node and ik_solver_node) are
+started in one new process group, as a launch or a CI runner would, and the
+signal goes to the group twice, as a process group with ``ros2 launch`` in it
+gets it (once from the sender, once forwarded by launch).  Also the signal handler itself, in-process.
+"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from ik_solver.ros.spin import ShutdownRequested, ShutdownSignals
+
+ros_fixtures = pytest.importorskip('ros_fixtures', reason='rclpy or ik_solver_interfaces missing')
+from ik_solver.core.chain import load_chain  # noqa: E402, I100
+from ik_solver.tools.launcher import node_args  # noqa: E402
+from ik_solver.tools.observer import ArmObserver  # noqa: E402
+from ik_solver.tools.resources import arm_files, local_ros_env  # noqa: E402
+
+NODES = ('sim.sim_arm_node', 'ros.ik_node')
+
+
+def start_group(logs):
+    """Start both nodes in one new process group (the first one leads it); return the Popen objects."""
+    urdf, config = arm_files('ik7')
+    processes = []
+    for module in NODES:
+        cmd = [sys.executable, '-m', f'ik_solver.{module}', '--ros-args',
+               *node_args(config, {'urdf_file': urdf, **({'kinematic': True} if 'sim' in module else {})})]
+        log = open(os.path.join(logs, module + '.log'), 'w')
+        group = {'process_group': 0} if not processes else {'process_group': processes[0].pid}
+        processes.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=local_ros_env(), **group))
+    return processes
+
+
+@pytest.fixture(scope='module')
+def observer():
+    ros_fixtures.isolate_ros_domain()
+    ros_fixtures.rclpy.init()
+    urdf, _ = arm_files('ik7')
+    node = ArmObserver(load_chain(urdf, 'base_link', 'tool0').joint_names)
+    yield node
+    node.close()
+    ros_fixtures.rclpy.try_shutdown()
+
+
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_signal_to_the_process_group_ends_every_node_cleanly(observer, signum):
+    logs = tempfile.mkdtemp(prefix='ik_signals_')
+    with observer.lock:  # wait_ready must see these nodes, not the previous test's
+        observer.joint_log.clear()
+        observer.tip_log.clear()
+    processes = start_group(logs)
+    try:
+        assert observer.wait_ready(90.0), 'nodes did not come up; logs in ' + logs
+        time.sleep(0.5)
+        os.killpg(processes[0].pid, signum)
+        time.sleep(0.05)  # ros2 launch, in the same group, forwards the signal to its children once more
+        os.killpg(processes[0].pid, signum)
+        codes = [p.wait(20.0) for p in processes]
+    finally:
+        for p in processes:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    outputs = {m: open(os.path.join(logs, m + '.log')).read() for m in NODES}
+    assert codes == [0, 0], outputs
+    for module, text in outputs.items():
+        assert 'Traceback' not in text, text
+        assert 'KeyboardInterrupt' not in text, text
+
+
+def test_first_signal_requests_shutdown_later_ones_are_ignored():
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        signals = ShutdownSignals(raising=True)
+        with pytest.raises(ShutdownRequested) as raised:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1.0)  # the handler runs in this thread between bytecodes
+        assert raised.value.code == 0 and raised.value.signum == signal.SIGTERM
+        os.kill(os.getpid(), signal.SIGINT)  # ignored: no KeyboardInterrupt, no second exception
+        time.sleep(0.1)
+        assert signals.requested and signals.event.is_set() and signals.signum == signal.SIGTERM
+
+        quiet = ShutdownSignals(raising=False)
+        os.kill(os.getpid(), signal.SIGHUP)
+        assert quiet.event.wait(2.0) and quiet.signum == signal.SIGHUP
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
