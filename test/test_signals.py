@@ -12,9 +12,8 @@ import sys
 import tempfile
 import time
 
-import pytest
-
 from ik_solver.ros.spin import ShutdownRequested, ShutdownSignals
+import pytest
 
 ros_fixtures = pytest.importorskip('ros_fixtures', reason='rclpy or ik_solver_interfaces missing')
 from ik_solver.core.chain import load_chain  # noqa: E402, I100

@@ -51,6 +51,7 @@ class ShutdownSignals:
 
     @property
     def requested(self):
+        """Whether a stop signal has arrived."""
         return self.signum is not None
 
     def _handle(self, signum, frame):
