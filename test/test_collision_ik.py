@@ -32,7 +32,7 @@ def model():
 
 @pytest.fixture(scope='module')
 def witness():
-    """The independent check: a separate model without SRDF (all non-adjacent pairs), padding 0."""
+    """Check independently: a separate model without SRDF (all non-adjacent pairs), padding 0."""
     return CollisionModel(IK7, 'base_link', 'tool0')
 
 
