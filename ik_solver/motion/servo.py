@@ -125,8 +125,9 @@ class PoseCommand:
 
 @dataclass
 class ServoOutput:
-    """One cycle's result: the command to publish (if ``publish``) and the status."""
+    """One cycle's result: the command to publish (if ``publish``), the state it follows, and the status."""
 
+    previous: MotionState
     state: MotionState
     status: Status
     message: str
@@ -168,6 +169,14 @@ class Servo:
         self.paused = False
         self._halt_msgs = 0
         self._idle = True
+
+    def warm_up(self):
+        """Compile the numba kernels of a Cartesian cycle now, so the first command is on time."""
+        state, self.state = self.state, MotionState.at_rest(self.chain.mid_configuration())
+        try:
+            self._cartesian(np.full(6, 1e-3), np.eye(3))
+        finally:
+            self.state = state
 
     # -- inputs ---------------------------------------------------------------------------------
 
@@ -212,7 +221,7 @@ class Servo:
         self._brake_at_margins(wanted)
         previous = self.state
         self.state = self._filter(previous, wanted.velocity)
-        return ServoOutput(self.state, wanted.status, wanted.message, wanted.condition_number, wanted.scale,
+        return ServoOutput(previous, self.state, wanted.status, wanted.message, wanted.condition_number, wanted.scale,
                            self._should_publish(active and not self.paused and not state_error))
 
     def _active(self, now):

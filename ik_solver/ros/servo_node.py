@@ -1,0 +1,333 @@
+"""ik_servo_node: real-time teleoperation (twists, joint jogs, moving pose goals) as MoveIt Servo does it.
+
+The per-cycle maths is ``motion.servo.Servo`` (no ROS); this node is wiring
+around it, made of the parts the IK node uses: the robot model
+(``ModelSource``), the joint-state checks (``JointStateTracker``), target
+frames (``TargetFrames``), the limits (``load_joint_limits``), the parameter
+table machinery (``ParameterSet``) and the one ``CommandGuard`` every
+outgoing command crosses.
+
+Inputs: ``~/delta_twist_cmds`` (TwistStamped in the base, any robot link, or a
+tf2 frame), ``~/delta_joint_cmds`` (control_msgs/JointJog where importable, else
+sensor_msgs/JointState with names and velocities), ``~/pose_target``
+(PoseStamped) and ``~/pause`` (std_srvs/SetBool).  A fixed-rate loop (its own
+thread with monotonic deadlines, or a timer in its own callback group) runs one
+servo cycle per ``publish_period`` and publishes a Float64MultiArray (positions
+or velocities, chain order) or a one-point JointTrajectory on
+``command_out_topic``, with its state on ``~/status`` and ``/diagnostics``.
+"""
+from array import array
+import threading
+import time
+
+from geometry_msgs.msg import Pose, PoseStamped, TwistStamped
+from ik_solver_interfaces.msg import ServoStatus
+import numpy as np
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import SetBool
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from .command_guard import CommandGuard
+from .diagnostics import DiagnosticsPublisher
+from .joint_states import JointStateTracker, StateError
+from .messages import to_duration
+from .model_source import ModelSource
+from .parameters import ParameterSet
+from .servo_parameters import (FLOAT64_MULTI_ARRAY, JOINT_JOG, JOINT_STATE, model_arguments, SERVO_PARAMETERS,
+                               settings_from)
+from .spin import run_node
+from .target_frames import FrameError, TargetFrames
+from ..core.exceptions import ModelError
+from ..motion.limits import load_joint_limits
+from ..motion.servo import JointJogCommand, PoseCommand, Servo, Status, TwistCommand
+
+try:  # optional: not on PyPI
+    from control_msgs.msg import JointJog
+except ImportError:
+    JointJog = None
+
+#: Streamed commands: newest only; a best-effort subscription also matches reliable publishers.
+COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+#: Diagnostic level of each status (0 OK, 1 WARN, 2 ERROR).
+LEVELS = {Status.NO_WARNING: 0, Status.STALE_COMMAND: 0, Status.PAUSED: 0, Status.JOINT_BOUND: 1,
+          Status.DECELERATE_FOR_APPROACHING_SINGULARITY: 1, Status.DECELERATE_FOR_LEAVING_SINGULARITY: 1,
+          Status.HALT_FOR_SINGULARITY: 1, Status.STALE_STATE: 2, Status.INVALID: 2}
+#: Status messages are published every cycle while commanding, else on change and at this period [s].
+IDLE_STATUS_PERIOD = 0.1
+
+
+class ServoNode(Node):
+    """The servo node; see the module docstring."""
+
+    def __init__(self, **kwargs):
+        super().__init__('ik_servo', **kwargs)
+        self.params = ParameterSet(self, SERVO_PARAMETERS, validate=self._validate, on_change=self._on_parameters)
+        p = self.params
+        self._lock = threading.Lock()
+        self._loop = None
+        self._running = True
+        self._servo = None
+        self._guard = None
+        self._model = None
+        self._last_status = (None, 0.0)
+        self._last_output = None
+        self._cycle_times = []
+        self.joint_states = JointStateTracker(self, p['joint_states_topic'], p['joint_states_timeout'],
+                                              callback_group=MutuallyExclusiveCallbackGroup())
+        self.frames = TargetFrames(self)
+        self.model_source = ModelSource(self, p['base_link'], p['tip_link'], self._use_model, **model_arguments(p))
+        self._publisher = self._make_output(p)
+        self.status_pub = self.create_publisher(ServoStatus, '~/status', 10)
+        inputs = MutuallyExclusiveCallbackGroup()
+        self.create_subscription(TwistStamped, '~/delta_twist_cmds', self._on_twist, COMMAND_QOS,
+                                 callback_group=inputs)
+        self._subscribe_joint_commands(p['joint_command_in_type'], inputs)
+        self.create_subscription(PoseStamped, '~/pose_target', self._on_pose, COMMAND_QOS, callback_group=inputs)
+        self.create_service(SetBool, '~/pause', self._on_pause, callback_group=inputs)
+        self.diagnostics = DiagnosticsPublisher(self, 'ik_servo', self._hardware_id(), self._diagnostic_status)
+        period = p['publish_period']
+        if p['loop'] == 'timer':
+            self._loop = self.create_timer(period, self._cycle, callback_group=MutuallyExclusiveCallbackGroup())
+        else:
+            self._loop = threading.Thread(target=self._run, args=(period,), name='servo_loop', daemon=True)
+            self._loop.start()
+
+    # -- set-up -----------------------------------------------------------------------------------
+
+    def _make_output(self, p):
+        msg_type = Float64MultiArray if p['command_out_type'] == FLOAT64_MULTI_ARRAY else JointTrajectory
+        return self.create_publisher(msg_type, p['command_out_topic'], 10)
+
+    def _subscribe_joint_commands(self, kind, group):
+        if kind == 'auto':
+            kind = JOINT_JOG if JointJog is not None else JOINT_STATE
+        if kind == JOINT_JOG and JointJog is None:
+            self.get_logger().error('control_msgs is not installed: ~/delta_joint_cmds takes sensor_msgs/JointState')
+            kind = JOINT_STATE
+        msg_type = JointJog if kind == JOINT_JOG else JointState
+        self.create_subscription(msg_type, '~/delta_joint_cmds', self._on_joint_jog, COMMAND_QOS, callback_group=group)
+        self.get_logger().info(f'~/delta_joint_cmds takes {kind}')
+
+    def _use_model(self, model):
+        """Limits, servo and guard for a model (ModelSource's on_model); ValueError if the parameters do not fit."""
+        p = self.params
+        try:
+            loaded = load_joint_limits(model.chain, p['joint_limits_file'] or None)
+        except (OSError, ModelError) as exc:
+            raise ValueError(f"joint_limits_file '{p['joint_limits_file']}': {exc}") from None
+        for note in loaded.notes:
+            self.get_logger().info(f'joint limits: {note}')
+        limits = loaded.limits.scaled(p['velocity_scaling'] or loaded.default_velocity_scaling,
+                                      p['acceleration_scaling'] or loaded.default_acceleration_scaling)
+        servo = Servo(model.chain, limits, settings_from(p.values, model.chain))
+        servo.warm_up()
+        with self._lock:
+            self._model, self._servo, self._guard = model, servo, CommandGuard(limits)
+
+    def _validate(self, values):
+        try:
+            settings_from(values, self._model.chain if self._model is not None else None)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    def _on_parameters(self, names):
+        with self._lock:
+            if self._servo is not None:
+                self._servo.settings = settings_from(self.params.values, self._model.chain)
+        self.joint_states.timeout = self.params['joint_states_timeout']
+
+    def _hardware_id(self):
+        model = self._model
+        return model.name if model is not None else self.params['tip_link']
+
+    # -- inputs -----------------------------------------------------------------------------------
+
+    def _on_twist(self, msg):
+        t, w = msg.twist.linear, msg.twist.angular
+        twist = np.array([t.x, t.y, t.z, w.x, w.y, w.z], float)
+        if not np.isfinite(twist).all():
+            self.get_logger().error(f'twist refused: NaN or inf in {twist.tolist()}', throttle_duration_sec=1.0)
+            return
+        try:
+            frame = self._twist_frame(msg)
+        except (FrameError, ValueError) as exc:
+            self.get_logger().error(f'twist refused: {exc}', throttle_duration_sec=1.0)
+            return
+        self._command(TwistCommand(twist, frame))
+
+    def _twist_frame(self, msg):
+        """Frame of a twist for the servo: None (base), a chain link (followed every cycle) or a 3x3 rotation."""
+        model = self._model
+        frame = msg.header.frame_id.lstrip('/')
+        if model is None or frame in ('', model.chain.base_link):
+            return None
+        if frame in model.chain.link_frames:
+            return frame
+        identity = PoseStamped(header=msg.header, pose=Pose())
+        identity.pose.orientation.w = 1.0
+        T = self.frames.resolve(identity, model, self.joint_states.positions_at, 0.0)
+        return T[:3, :3]
+
+    def _on_joint_jog(self, msg):
+        model = self._model
+        if model is None:
+            return
+        names = list(msg.joint_names) if hasattr(msg, 'joint_names') else list(msg.name)
+        velocities = list(msg.velocities) if hasattr(msg, 'velocities') else list(msg.velocity)
+        reason = _jog_problem(names, velocities, model.chain.joint_names)
+        if reason:
+            self.get_logger().error(f'joint jog refused: {reason}', throttle_duration_sec=1.0)
+            return
+        jog = np.full(model.chain.n, np.nan)
+        for name, v in zip(names, velocities):
+            jog[model.chain.joint_names.index(name)] = v
+        self._command(JointJogCommand(jog))
+
+    def _on_pose(self, msg):
+        model = self._model
+        if model is None:
+            return
+        try:
+            T = self.frames.resolve(msg, model, self.joint_states.positions_at, 0.0)
+        except (FrameError, ValueError) as exc:
+            self.get_logger().error(f'pose target refused: {exc}', throttle_duration_sec=1.0)
+            return
+        self._command(PoseCommand(T))
+
+    def _command(self, command):
+        with self._lock:
+            if self._servo is not None:
+                self._servo.set_command(command, time.monotonic())
+
+    def _on_pause(self, request, response):
+        with self._lock:
+            if self._servo is not None:
+                self._servo.set_paused(request.data)
+        response.success = self._servo is not None
+        response.message = ('paused' if request.data else 'resumed') if response.success else 'no robot model yet'
+        return response
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def _run(self, period):
+        """Run one cycle per period on monotonic deadlines; a late cycle does not make the next ones hurry."""
+        deadline = time.monotonic()
+        while self._running:
+            self._cycle()
+            deadline += period
+            delay = deadline - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            else:
+                deadline = time.monotonic()
+
+    def _cycle(self):
+        try:
+            self._step()
+        except Exception as exc:  # the loop must never die from one cycle
+            self.get_logger().error(f'servo cycle failed: {exc!r}', throttle_duration_sec=1.0)
+
+    def _step(self):
+        now = time.monotonic()
+        self._cycle_times.append(now)
+        del self._cycle_times[:-1000]
+        with self._lock:
+            servo, guard, model = self._servo, self._guard, self._model
+            if servo is None:
+                return
+            measured, error = self._measured(model, servo)
+            output = servo.step(now, measured, error)
+            if output is None:
+                return self._publish_status(Status.STALE_STATE, f'waiting for joint_states: {error}', np.nan, 0.0,
+                                            False, now)
+            reasons = guard.check_step(output.previous, output.state.position, output.state.velocity,
+                                       servo.settings.publish_period) if output.publish else []
+            if reasons:
+                servo.state = output.previous
+                self.get_logger().error('servo command refused by the guard: ' + '; '.join(reasons),
+                                        throttle_duration_sec=1.0)
+                return self._publish_status(Status.INVALID, '; '.join(reasons), output.condition_number, 0.0,
+                                            True, now)
+        if output.publish:
+            self._publish_command(model.chain.joint_names, output.state)
+        self._last_output = output
+        self._publish_status(output.status, output.message, output.condition_number, output.velocity_scale,
+                             output.publish, now)
+
+    def _measured(self, model, servo):
+        c = model.chain
+        try:
+            return self.joint_states.state(c.joint_names, c.lower, c.upper), None
+        except StateError as exc:
+            return None, str(exc)
+
+    def _publish_command(self, names, state):
+        values = state.velocity if self.params['command_out_kind'] == 'velocity' else state.position
+        if self.params['command_out_type'] == FLOAT64_MULTI_ARRAY:
+            self._publisher.publish(Float64MultiArray(data=array('d', values)))
+            return
+        point = JointTrajectoryPoint(positions=array('d', state.position),
+                                     time_from_start=to_duration(self.params['publish_period']))
+        if self.params['command_out_kind'] == 'velocity':
+            point.velocities = array('d', state.velocity)
+        self._publisher.publish(JointTrajectory(joint_names=list(names), points=[point]))
+
+    def _publish_status(self, code, message, condition, scale, commanding, now):
+        last_code, last_time = self._last_status
+        if not commanding and code == last_code and now - last_time < IDLE_STATUS_PERIOD:
+            return
+        self._last_status = (code, now)
+        msg = ServoStatus(code=int(code), message=message, condition_number=float(condition),
+                          velocity_scale=float(scale))
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.status_pub.publish(msg)
+
+    def _diagnostic_status(self):
+        code, _ = self._last_status
+        output = self._last_output
+        period = np.diff(self._cycle_times[-200:]) * 1e3 if len(self._cycle_times) > 2 else np.array([np.nan])
+        values = {'status': Status(code).name if code is not None else 'STARTING',
+                  'condition_number': output.condition_number if output else None,
+                  'velocity_scale': output.velocity_scale if output else None,
+                  'cycle_period_p50_ms': float(np.median(period)),
+                  'cycle_period_max_ms': float(np.max(period)),
+                  'joint_states_age_s': self.joint_states.age()}
+        level = LEVELS.get(code, 1) if code is not None else 1
+        message = output.message if output is not None and output.message else values['status']
+        return level, message, values
+
+    def destroy_node(self):
+        self._running = False
+        if isinstance(self._loop, threading.Thread):
+            self._loop.join(timeout=1.0)
+        if hasattr(self, 'model_source'):
+            self.model_source.close()
+        return super().destroy_node()
+
+
+def _jog_problem(names, velocities, joints):
+    """Why a jog message is refused, or None."""
+    if len(names) != len(velocities):
+        return f'{len(names)} joint names but {len(velocities)} velocities'
+    unknown = [n for n in names if n not in joints]
+    if unknown:
+        return f'unknown joint(s) {", ".join(unknown)}'
+    if len(set(names)) != len(names):
+        return 'duplicate joint names'
+    if not np.isfinite(np.asarray(velocities, float)).all():
+        return 'NaN or inf velocity'
+    return None
+
+
+def main(args=None):
+    from .ik_node import _MultiThreadedExecutor  # created after rclpy.init; shared with the IK node
+    return run_node(ServoNode, args, executor=_MultiThreadedExecutor())
+
+
+if __name__ == '__main__':
+    main()
