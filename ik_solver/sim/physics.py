@@ -1,10 +1,19 @@
 """A URDF arm in MuJoCo with position servos, as a ros2_control position interface would drive it.
 
 Each joint gets a position servo (stiffness ``kp``) plus a velocity servo
-(damping ``kv``) fed with the trajectory's velocity, rotor ``armature``, and
-gravity compensation, as a real arm's joint controllers provide.  Contacts
-are off: the simulator shows tracking, not collisions.  In kinematic mode
-there is no physics: the joints follow the command exactly.
+(damping ``kv``) fed with the commanded velocity, rotor ``armature``, and
+gravity compensation, as a real arm's joint controllers provide.  Masses and
+inertias are the URDF's ``<inertial>`` only.
+
+World objects (a scene's boxes, spheres and cylinders) become static geoms, so
+the physics can witness collisions: the arm's URDF ``<collision>`` primitives
+collide with the world but never with each other (MuJoCo ``contype`` /
+``conaffinity`` bits), so a self-overlapping link model cannot disturb the
+dynamics.  Without world objects contacts are disabled, which keeps the
+physics step as cheap as a contact-free model.  Mesh collision geometry is not
+loaded (the simulator needs no mesh files); ``mesh_links`` names the links
+that lost it.  In kinematic mode there is no physics: the joints follow the
+command exactly, and contacts are still detected.
 """
 import xml.etree.ElementTree as ET
 
@@ -12,20 +21,34 @@ import numpy as np
 
 from ..core.urdf import IGNORED_ELEMENTS, load_robot_description
 
+#: URDF collision shapes the simulator loads; anything else (meshes) is dropped.
+PRIMITIVES = ('box', 'cylinder', 'sphere')
+#: Collision bits: arm geoms collide with world geoms only (MuJoCo: contype_a & conaffinity_b).
+ARM_BITS, WORLD_BITS = (1, 0), (0, 1)
+
 
 class ArmSimulation:
 
     def __init__(self, source, joint_names=None, timestep=0.001, kp=2000.0, kv=80.0, armature=0.1,
-                 kinematic=False, initial_positions=None):
+                 kinematic=False, initial_positions=None, obstacles=()):
         import mujoco
         self._mujoco = mujoco
-        spec = mujoco.MjSpec.from_string(_physics_urdf(load_robot_description(source)))
+        text, self.mesh_links = _physics_urdf(load_robot_description(source))
+        spec = mujoco.MjSpec.from_string(text)
         spec.option.timestep = timestep
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
-        spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
         spec.compiler.fusestatic = False  # keep fixed-joint links such as tool0 as bodies
+        spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
         for body in spec.bodies:
             body.gravcomp = 1.0
+        for geom in spec.geoms:
+            geom.contype, geom.conaffinity = ARM_BITS
+        obstacles = list(obstacles)
+        if obstacles:
+            for obstacle in obstacles:
+                _add_obstacle(mujoco, spec, obstacle)
+        else:
+            spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
         names = joint_names or [j.name for j in spec.joints]
         for name in names:
             joint = spec.joint(name)
@@ -41,11 +64,28 @@ class ArmSimulation:
         self.joint_names = list(names)
         self._qpos = np.array([self.model.joint(n).qposadr[0] for n in names])
         self._qvel = np.array([self.model.joint(n).dofadr[0] for n in names])
+        self._geom_label = self._geom_labels()
+        self._detect_contacts = bool(obstacles)
         self.kinematic = kinematic
+        self.acceleration = np.zeros(len(names))
         if initial_positions is not None:
             self.data.qpos[self._qpos] = initial_positions
         mujoco.mj_forward(self.model, self.data)
         self.command(self.positions, np.zeros(len(names)))
+
+    def _geom_labels(self):
+        """Geom id -> link name (arm) or object name (world); checks that world objects are static."""
+        labels = {}
+        for g in range(self.model.ngeom):
+            body = self.model.geom_bodyid[g]
+            if self.model.geom_contype[g] == ARM_BITS[0]:
+                labels[g] = self.model.body(body).name
+                continue
+            labels[g] = name = self.model.geom(g).name
+            if self.model.body_weldid[body] != 0:
+                raise ValueError(f"scene object '{name}' is in frame '{self.model.body(body).name}', which "
+                                 'moves with the arm; world objects need a fixed frame')
+        return labels
 
     @property
     def timestep(self):
@@ -68,14 +108,39 @@ class ArmSimulation:
         self.data.ctrl[0::2] = positions
         self.data.ctrl[1::2] = velocities
 
-    def step(self):
+    def step(self, measure=False):
+        """Advance one timestep; with ``measure``, set ``acceleration`` to the step's velocity change / timestep.
+
+        That is the acceleration the integrator realised (MuJoCo's ``qacc``
+        before the implicit damping correction is not).
+        """
+        if measure:
+            before = self.data.qvel[self._qvel].copy()
         if self.kinematic:
             self.data.qpos[self._qpos] = self.data.ctrl[0::2]
             self.data.qvel[self._qvel] = self.data.ctrl[1::2]
             self.data.time += self.timestep
             self._mujoco.mj_kinematics(self.model, self.data)
+            if self._detect_contacts:
+                self._mujoco.mj_collision(self.model, self.data)
         else:
             self._mujoco.mj_step(self.model, self.data)
+        if measure:
+            self.acceleration = (self.data.qvel[self._qvel] - before) / self.timestep
+
+    def contacts(self):
+        """Arm-world contacts now: list of (link, object, distance [m], negative = penetration)."""
+        n = self.data.ncon
+        if n == 0:
+            return []
+        label = self._geom_label
+        found = []
+        for (g1, g2), dist in zip(self.data.contact.geom[:n], self.data.contact.dist[:n]):
+            if self.model.geom_contype[g1] == ARM_BITS[0]:  # arm geom first
+                found.append((label[g1], label[g2], float(dist)))
+            else:
+                found.append((label[g2], label[g1], float(dist)))
+        return found
 
     def link_pose(self, link, reference):
         """4x4 pose of link ``link`` in link ``reference``, from MuJoCo's own kinematics."""
@@ -89,16 +154,40 @@ class ArmSimulation:
         return T
 
 
+def _add_obstacle(mujoco, spec, obstacle):
+    """Add a scene Obstacle (collision/scene.py) as a static geom of its frame's body."""
+    body = spec.worldbody if obstacle.frame == 'world' else spec.body(obstacle.frame)
+    if body is None:
+        raise ValueError(f"scene object '{obstacle.name}': frame '{obstacle.frame}' is not a link of the robot")
+    size = np.zeros(3)
+    if obstacle.shape == 'box':
+        kind, size[:] = mujoco.mjtGeom.mjGEOM_BOX, np.asarray(obstacle.size) / 2.0
+    elif obstacle.shape == 'sphere':
+        kind, size[0] = mujoco.mjtGeom.mjGEOM_SPHERE, obstacle.size[0]
+    else:
+        kind, size[:2] = mujoco.mjtGeom.mjGEOM_CYLINDER, (obstacle.size[0], obstacle.size[1] / 2.0)
+    quat = np.zeros(4)
+    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(obstacle.pose[:3, :3]).ravel())
+    geom = body.add_geom(name=obstacle.name, type=kind, size=size, pos=obstacle.pose[:3, 3], quat=quat)
+    geom.contype, geom.conaffinity = WORLD_BITS
+
+
 def _physics_urdf(text):
-    """Remove from the URDF what MuJoCo need not or cannot load: meshes, ROS tags."""
+    """URDF for MuJoCo: without ROS tags, visuals and mesh collisions; also the links whose meshes were dropped."""
     root = ET.fromstring(text)
     for tag in IGNORED_ELEMENTS:
-        if tag in ('inertial',):
+        if tag in ('inertial', 'collision', 'visual'):
             continue
         for el in root.findall(tag):
             root.remove(el)
+    mesh_links = []
     for link in root.findall('link'):
-        for tag in ('visual', 'collision'):
-            for el in link.findall(tag):
+        for el in link.findall('visual'):
+            link.remove(el)
+        for el in link.findall('collision'):
+            shape = el.find('geometry')
+            if shape is None or len(shape) == 0 or shape[0].tag not in PRIMITIVES:
                 link.remove(el)
-    return ET.tostring(root, encoding='unicode')
+                if link.get('name') not in mesh_links:
+                    mesh_links.append(link.get('name'))
+    return ET.tostring(root, encoding='unicode'), mesh_links

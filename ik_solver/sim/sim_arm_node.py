@@ -1,11 +1,29 @@
-"""sim_arm_node: a MuJoCo-simulated arm behind a joint_trajectory_controller interface.
+"""sim_arm_node: a MuJoCo-simulated arm behind a ros2_control controller interface, for demos and tests.
 
-Takes trajectory_msgs/JointTrajectory on ``<controller_name>/joint_trajectory``,
-validates it as joint_trajectory_controller does (``jtc.validate``),
-interpolates it with the controller's splines, steps the physics in real
-time in its own thread, and publishes ``/joint_states`` and, from MuJoCo's
-own kinematics, the tip pose on ``~/tip_pose`` (an FK independent of ik_solver's).
+It stands in for a real arm and its controller so that the IK and servo nodes
+can be tested end to end.  ``controller_type`` chooses the controller:
+
+- ``joint_trajectory``: trajectory_msgs/JointTrajectory on
+  ``<controller_name>/joint_trajectory``, validated as joint_trajectory_controller
+  does (``jtc.validate``) and interpolated with its splines; where control_msgs
+  is importable, ``<controller_name>/controller_state``
+  (JointTrajectoryControllerState: reference, feedback, error, output);
+- ``forward_position`` / ``forward_velocity``: std_msgs/Float64MultiArray on
+  ``<controller_name>/commands`` in chain order; a wrong length is rejected and
+  logged, values are applied directly (velocities integrated).
+
+Like the real controllers it checks neither velocities nor timing, but it
+reports every trajectory or command it executed beyond the position,
+velocity or acceleration limits on ``~/limit_violations`` (and a WARN log).
+The physics runs in real time in its own thread; ``joint_states`` (relative),
+``~/tip_pose`` (MuJoCo's own kinematics, an FK independent of ik_solver's),
+``~/measured_accelerations`` and, with a ``scene_file``, ``~/contacts`` between
+the arm and world objects are published at ``publish_rate``;
+``~/enable_joint_states`` stops and restarts the state stream while the
+physics keeps running (a dead joint_state_broadcaster).  Every topic is
+relative, so two sims in different namespaces coexist.
 """
+import json
 import threading
 import time
 
@@ -14,76 +32,130 @@ import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64
-from trajectory_msgs.msg import JointTrajectory
+from std_msgs.msg import Float64, Float64MultiArray, Header, String
+from std_srvs.srv import SetBool
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from .controllers import ForwardController, LimitMonitor, TrajectoryController
 from .physics import ArmSimulation
+from ..collision.scene import load_scene
 from ..core.chain import chain_from_robot
 from ..core.urdf import parse_robot
 from ..motion import jtc
+from ..motion.limits import JointLimits
 from ..ros.messages import matrix_to_pose
 from ..ros.spin import run_node
 
+try:
+    from control_msgs.msg import JointTrajectoryControllerState
+except ImportError:  # not on PyPI; every ROS 2 install has it
+    JointTrajectoryControllerState = None
+
 #: If the physics falls this far behind the wall clock, it skips ahead instead of racing.
 MAX_LAG = 0.1
+CONTROLLER_TYPES = ('joint_trajectory', 'forward_position', 'forward_velocity')
+#: Seconds between repeated WARN logs of the same kind.
+LOG_THROTTLE = 1.0
 
 
 def _range(low, high):
     return [FloatingPointRange(from_value=low, to_value=high, step=0.0)]
 
 
+PARAMETERS = (
+    ('robot_description', '', 'URDF XML; empty: urdf_file', None),
+    ('urdf_file', '', 'URDF or xacro file', None),
+    ('base_link', 'base_link', 'Root of the controlled chain', None),
+    ('tip_link', 'tool0', 'End of the controlled chain', None),
+    ('controller_type', 'joint_trajectory', 'joint_trajectory | forward_position | forward_velocity', None),
+    ('controller_name', '', 'Namespace of the controller topics; empty: <controller_type>_controller', None),
+    ('physics_rate', 1000.0, 'Physics steps per second [Hz]', (100.0, 10000.0)),
+    ('publish_rate', 200.0, 'joint_states rate [Hz]', (1.0, 1000.0)),
+    ('kinematic', False, 'No physics: joints follow commands exactly', None),
+    ('initial_positions', [0.0], 'Start positions; [0.0]: all zero, or the middle of limits that exclude zero', None),
+    ('kp', 2000.0, 'Position servo stiffness [N m/rad]', (1.0, 1e6)),
+    ('kv', 80.0, 'Velocity servo gain [N m s/rad]', (0.0, 1e5)),
+    ('joint_limits_file', '', 'MoveIt joint_limits.yaml: acceleration limits to report against; empty: '
+                              'positions and velocities of the URDF only', None),
+    ('limit_tolerance', 0.01, 'Velocities and accelerations up to limit x (1 + this) are not reported', (0.0, 1.0)),
+    ('scene_file', '', 'YAML scene (collision/scene.py): world objects added to the physics', None),
+)
+
+
 class SimArmNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('sim_arm', **kwargs)
-        d = self.declare_parameter
-        d('robot_description', '', ParameterDescriptor(description='URDF XML; empty: urdf_file', read_only=True))
-        d('urdf_file', '', ParameterDescriptor(description='URDF or xacro file', read_only=True))
-        d('base_link', 'base_link', ParameterDescriptor(description='Root of the controlled chain', read_only=True))
-        d('tip_link', 'tool0', ParameterDescriptor(description='End of the controlled chain', read_only=True))
-        d('controller_name', 'joint_trajectory_controller',
-          ParameterDescriptor(description='Namespace of the trajectory topic', read_only=True))
-        d('physics_rate', 1000.0, ParameterDescriptor(description='Physics steps per second [Hz]',
-                                                      floating_point_range=_range(100.0, 10000.0), read_only=True))
-        d('publish_rate', 200.0, ParameterDescriptor(description='joint_states rate [Hz]',
-                                                     floating_point_range=_range(1.0, 1000.0), read_only=True))
-        d('kinematic', False, ParameterDescriptor(description='No physics: joints follow commands exactly',
-                                                  read_only=True))
-        d('initial_positions', [0.0], ParameterDescriptor(description='Start positions; [0.0]: all zero, or the '
-                                                          'middle of limits that exclude zero', read_only=True))
-        d('kp', 2000.0, ParameterDescriptor(description='Position servo stiffness [N m/rad]',
-                                            floating_point_range=_range(1.0, 1e6), read_only=True))
-        d('kv', 80.0, ParameterDescriptor(description='Velocity servo gain [N m s/rad]',
-                                          floating_point_range=_range(0.0, 1e5), read_only=True))
+        for name, default, description, bounds in PARAMETERS:
+            descriptor = ParameterDescriptor(description=description, read_only=True)
+            if bounds is not None:
+                descriptor.floating_point_range = _range(*bounds)
+            self.declare_parameter(name, default, descriptor)
         p = lambda name: self.get_parameter(name).value  # noqa: E731
 
+        kind = p('controller_type')
+        if kind not in CONTROLLER_TYPES:
+            raise ValueError(f"controller_type '{kind}' is not one of {', '.join(CONTROLLER_TYPES)}")
         source = p('robot_description') or p('urdf_file')
-        robot = parse_robot(source)
-        chain = chain_from_robot(robot, p('base_link'), p('tip_link'))
+        chain = chain_from_robot(parse_robot(source), p('base_link'), p('tip_link'))
         self.joint_names = chain.joint_names
         self.base_link, self.tip_link = chain.base_link, chain.tip_link
         self.lower, self.upper = chain.lower, chain.upper
         initial = np.array(p('initial_positions'), float)
         if initial.size != chain.n:
             initial = np.clip(np.zeros(chain.n), chain.lower, chain.upper)
+        scene = load_scene(p('scene_file')) if p('scene_file') else []
         self.sim = ArmSimulation(source, self.joint_names, timestep=1.0 / p('physics_rate'), kp=p('kp'),
-                                 kv=p('kv'), kinematic=p('kinematic'), initial_positions=initial)
-        self._lock = threading.Lock()
-        self._sampler = None
-        self._start = 0.0
-        self._command = (self.sim.positions, np.zeros(chain.n))
+                                 kv=p('kv'), kinematic=p('kinematic'), initial_positions=initial, obstacles=scene)
+        monitor = LimitMonitor(self._limits(chain, p('joint_limits_file')), p('limit_tolerance'))
+        name = p('controller_name') or f'{kind}_controller'
         self._publish_every = max(1, int(round(p('physics_rate') / p('publish_rate'))))
+        self._enabled = True
+        self._contact_pairs = set()
+        self._trajectories = 0
 
         self.state_pub = self.create_publisher(JointState, 'joint_states', 10)
         self.rtf_pub = self.create_publisher(Float64, '~/real_time_factor', 10)
         self.tip_pub = self.create_publisher(PoseStamped, '~/tip_pose', 10)
-        topic = f"{p('controller_name')}/joint_trajectory"
-        self.create_subscription(JointTrajectory, topic, self._on_trajectory, 10)
+        self.accel_pub = self.create_publisher(Float64MultiArray, '~/measured_accelerations', 10)
+        self.violation_pub = self.create_publisher(String, '~/limit_violations', 10)
+        self.contact_pub = self.create_publisher(String, '~/contacts', 10) if scene else None
+        self.controller_state_pub = None
+        if kind == 'joint_trajectory':
+            self.controller = TrajectoryController(self.sim.positions, monitor)
+            topic = f'{name}/joint_trajectory'
+            self.create_subscription(JointTrajectory, topic, self._on_trajectory, 10)
+            if JointTrajectoryControllerState is not None:
+                self.controller_state_pub = self.create_publisher(
+                    JointTrajectoryControllerState, f'{name}/controller_state', 10)
+        else:
+            self.controller = ForwardController(kind, self.sim.positions, monitor)
+            topic = f'{name}/commands'
+            self.create_subscription(Float64MultiArray, topic, self._on_command, 10)
+        self.create_service(SetBool, '~/enable_joint_states', self._on_enable)
         self._running = True
         self._thread = threading.Thread(target=self._run, name='physics', daemon=True)
         self._thread.start()
         mode = 'kinematic' if p('kinematic') else f"physics at {p('physics_rate'):.0f} Hz"
-        self.get_logger().info(f'simulating {", ".join(self.joint_names)} ({mode}); trajectories on {topic}')
+        world = f"; world: {', '.join(o.name for o in scene)}" if scene else ''
+        self.get_logger().info(f'simulating {", ".join(self.joint_names)} ({mode}{world}); {kind} on {topic}')
+        if self.sim.mesh_links:
+            self.get_logger().warning('mesh collision geometry not simulated (contacts of these links are not '
+                                      f'detected): {", ".join(self.sim.mesh_links)}')
+
+    def _limits(self, chain, joint_limits_file):
+        """Limits to report against: URDF positions and velocities, accelerations from the file only."""
+        if joint_limits_file:
+            from ..motion.limits import load_joint_limits  # H3's loader; at module level once it is committed
+            loaded = load_joint_limits(chain, joint_limits_file)
+            for note in loaded.notes:
+                self.get_logger().info(f'limits: {note}')
+            return loaded.limits
+        n = chain.n
+        return JointLimits(tuple(chain.joint_names), chain.lower, chain.upper, chain.velocity_limits,
+                           np.full(n, np.inf), np.full(n, np.inf))
+
+    # -- commands (ROS executor thread) -----------------------------------------------------
 
     def _on_trajectory(self, msg):
         points = [(pt.time_from_start.sec + pt.time_from_start.nanosec * 1e-9, list(pt.positions),
@@ -94,29 +166,49 @@ class SimArmNode(Node):
             return
         trajectory = jtc.reorder(list(msg.joint_names), points, self.joint_names)
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        now = time.monotonic()
-        start = now if stamp == 0.0 else now + (stamp - self.get_clock().now().nanoseconds * 1e-9)
-        with self._lock:
-            q0, v0 = self._command  # continue from the last command, as the controller does
-            self._sampler = jtc.SplineSampler(q0, v0, trajectory)
-            self._start = start
+        delay = 0.0 if stamp == 0.0 else stamp - self.get_clock().now().nanoseconds * 1e-9
+        start = self.sim.time + delay  # the controller runs on the physics clock, as JTC on its update loop's
+        self._trajectories += 1
+        label = f'trajectory #{self._trajectories} ({len(points)} points, {points[-1][0]:.3f} s)'
+        self.controller.load(trajectory, start, label)
+
+    def _on_command(self, msg, info):
+        values = np.asarray(msg.data, float)
+        if values.size != len(self.joint_names):
+            self.get_logger().error(f'command rejected: {values.size} values for {len(self.joint_names)} joints '
+                                    f'({", ".join(self.joint_names)})')
+            return
+        if not np.isfinite(values).all():
+            self.get_logger().error('command rejected: NaN or inf values')
+            return
+        # The sender's publication time: the stream's own timing, free of DDS and executor delays.
+        sent = info['source_timestamp'] * 1e-9 or time.time()
+        self._report(self.controller.command(values, sent))
+
+    def _on_enable(self, request, response):
+        self._enabled = bool(request.data)
+        response.success = True
+        response.message = f"joint_states {'enabled' if self._enabled else 'disabled'}"
+        self.get_logger().info(response.message)
+        return response
+
+    # -- physics thread ---------------------------------------------------------------------
 
     def _run(self):
         dt = self.sim.timestep
         wall_start = next_step = time.monotonic()
-        sim_start = self.sim.time
         steps = 0
-        window_wall, window_sim = wall_start, sim_start
+        window_wall, window_sim = wall_start, self.sim.time
         while self._running:
             now = time.monotonic()
-            with self._lock:
-                if self._sampler is not None and now >= self._start:
-                    self._command = self._sampler.sample(now - self._start)
-                q_des, v_des = self._command
+            q_des, v_des, reports = self.controller.update(self.sim.time, dt)
+            for report in reports:
+                self._report(report)
             self.sim.command(q_des, v_des)
-            self.sim.step()
             steps += 1
-            if steps % self._publish_every == 0:
+            publish = steps % self._publish_every == 0
+            self.sim.step(measure=publish)
+            if publish:
                 self._publish_state()
             if now - window_wall >= 2.0:
                 self.rtf_pub.publish(Float64(data=(self.sim.time - window_sim) / (now - window_wall)))
@@ -129,22 +221,64 @@ class SimArmNode(Node):
                 next_step = time.monotonic()
 
     def _publish_state(self):
-        msg = JointState()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.name = self.joint_names
-        msg.position = self.sim.positions.tolist()
-        msg.velocity = self.sim.velocities.tolist()
-        self.state_pub.publish(msg)
-        tip = PoseStamped()
-        tip.header.stamp = msg.header.stamp
-        tip.header.frame_id = self.base_link
-        tip.pose = matrix_to_pose(self.sim.link_pose(self.tip_link, self.base_link))
-        self.tip_pub.publish(tip)
+        stamp = self.get_clock().now().to_msg()
+        q, v = self.sim.positions, self.sim.velocities
+        if self._enabled:
+            self.state_pub.publish(JointState(header=_header(stamp), name=self.joint_names, position=q.tolist(),
+                                              velocity=v.tolist()))
+            tip = PoseStamped(header=_header(stamp, self.base_link))
+            tip.pose = matrix_to_pose(self.sim.link_pose(self.tip_link, self.base_link))
+            self.tip_pub.publish(tip)
+            self.accel_pub.publish(Float64MultiArray(data=self.sim.acceleration.tolist()))
+        if self.controller_state_pub is not None:
+            msg = JointTrajectoryControllerState()
+            fill_controller_state(msg, stamp, self.joint_names, self.controller.reference, q, v)
+            self.controller_state_pub.publish(msg)
+        if self.contact_pub is not None:
+            self._publish_contacts()
+
+    def _publish_contacts(self):
+        contacts = self.sim.contacts()
+        pairs = {(link, other) for link, other, _ in contacts}
+        if pairs - self._contact_pairs:
+            self.get_logger().warning('arm-world contact: ' + ', '.join(f'{a} - {b}' for a, b in sorted(pairs)),
+                                      throttle_duration_sec=LOG_THROTTLE)
+        self._contact_pairs = pairs
+        if contacts:
+            text = json.dumps([{'link': link, 'object': other, 'distance': dist} for link, other, dist in contacts])
+            self.contact_pub.publish(String(data=text))
+
+    def _report(self, report):
+        """Publish and log a controller's Report of limit violations (None: nothing to report)."""
+        if report is None:
+            return
+        self.violation_pub.publish(String(data=json.dumps({
+            'controller': report.source, 'command': report.label,
+            'violations': [vars(v) for v in report.violations]})))
+        self.get_logger().warning(f'{report.label} executed beyond the limits: '
+                                  + '; '.join(v.describe() for v in report.violations),
+                                  throttle_duration_sec=LOG_THROTTLE)
 
     def destroy_node(self):
         self._running = False
         self._thread.join(timeout=1.0)
         return super().destroy_node()
+
+
+def _header(stamp, frame_id=''):
+    return Header(stamp=stamp, frame_id=frame_id)
+
+
+def fill_controller_state(msg, stamp, joint_names, reference, q, v):
+    """Fill a JointTrajectoryControllerState as joint_trajectory_controller does for a position interface."""
+    q_ref, v_ref, a_ref = reference
+    msg.header.stamp = stamp
+    msg.joint_names = list(joint_names)
+    msg.reference = JointTrajectoryPoint(positions=q_ref.tolist(), velocities=v_ref.tolist(),
+                                         accelerations=a_ref.tolist())
+    msg.feedback = JointTrajectoryPoint(positions=q.tolist(), velocities=v.tolist())
+    msg.error = JointTrajectoryPoint(positions=(q_ref - q).tolist(), velocities=(v_ref - v).tolist())
+    msg.output = JointTrajectoryPoint(positions=q_ref.tolist())
 
 
 def main(args=None):

@@ -1,0 +1,248 @@
+"""The ros2_control controllers the simulated arm emulates, and a witness of what they executed, without ROS.
+
+A real ``joint_trajectory_controller`` checks neither velocity nor timing, and
+``forward_command_controller``s pass any value of the right length to the
+hardware.  The simulator keeps exactly that behaviour, so tests see what a
+real arm would do with a command; but a ``LimitMonitor`` watches every
+reference the physics executes and reports what went beyond the position,
+velocity or acceleration limits, so tests can assert that nothing did.
+
+Each controller gives, at every physics step, the servo reference (position,
+velocity) at the physics time, as a real controller samples its splines at its
+update loop's fixed period (sampling at the jittery wall-clock time of a
+non-real-time thread would shake a stiff servo).  Commands arrive on the ROS
+thread and are taken over by the physics thread under a lock.
+"""
+from collections import deque
+from dataclasses import dataclass
+import threading
+
+import numpy as np
+
+from ..motion import jtc
+
+#: Positions within this of a limit [rad or m] count as inside (the spline's rounding).
+POSITION_TOLERANCE = 1e-6
+#: Command stream period estimation (StreamRate): commands kept, commands before it is known, pauses
+#: that start a new stream (in periods, and in seconds while the period is unknown).
+RATE_WINDOW, RATE_SETTLE, GAP_PERIODS, FIRST_GAP = 50, 10, 5.0, 0.5
+
+
+@dataclass(frozen=True)
+class Violation:
+    """The worst excursion of one joint beyond one limit: ``time`` [s] after the start of the command."""
+
+    joint: str
+    quantity: str  # 'position', 'velocity' or 'acceleration'
+    value: float
+    limit: float
+    time: float
+
+    def describe(self):
+        return f'{self.joint} {self.quantity} {self.value:.4g} beyond {self.limit:.4g} at {self.time:.3f} s'
+
+
+class LimitMonitor:
+    """Collects the worst excursions of sampled references beyond the limits (``tolerance``: relative, v and a)."""
+
+    def __init__(self, limits, tolerance=0.01):
+        self.names = list(limits.names)
+        self.lower, self.upper = limits.lower, limits.upper
+        self.velocity, self.acceleration = limits.velocity, limits.acceleration
+        self._low, self._high = limits.lower - POSITION_TOLERANCE, limits.upper + POSITION_TOLERANCE
+        self._vmax = limits.velocity * (1.0 + tolerance)
+        self._amax = limits.acceleration * (1.0 + tolerance)
+        self._worst = {}
+
+    def check(self, t, q, v=None, a=None):
+        """Record the excursions of one sample (``v``/``a`` None: not checked)."""
+        if (q < self._low).any() or (q > self._high).any():
+            for i in np.flatnonzero((q < self._low) | (q > self._high)):
+                bound = self.lower[i] if q[i] < self._low[i] else self.upper[i]
+                self._record(i, 'position', q[i], bound, abs(q[i] - bound), t)
+        for quantity, values, bound, allowed in (('velocity', v, self.velocity, self._vmax),
+                                                 ('acceleration', a, self.acceleration, self._amax)):
+            if values is not None and (np.abs(values) > allowed).any():
+                for i in np.flatnonzero(np.abs(values) > allowed):
+                    self._record(i, quantity, values[i], bound[i], abs(values[i]) - bound[i], t)
+
+    def _record(self, i, quantity, value, bound, excess, t):
+        key = (i, quantity)
+        if key not in self._worst or excess > self._worst[key][0]:
+            limit = float(bound) if quantity == 'position' else float(np.copysign(bound, value))
+            self._worst[key] = (excess, Violation(self.names[i], quantity, float(value), limit, float(t)))
+
+    def take(self):
+        """Return the recorded violations (worst per joint and quantity) and start afresh."""
+        found = [v for _, v in sorted(self._worst.values(), key=lambda item: -item[0])]
+        self._worst = {}
+        return found
+
+
+@dataclass(frozen=True)
+class Report:
+    """Violations of one executed command: ``source`` is the controller, ``label`` names the command."""
+
+    source: str
+    label: str
+    violations: list
+
+
+class TrajectoryController:
+    """joint_trajectory_controller: splines from the current command through each trajectory (jtc.SplineSampler).
+
+    The reference acceleration is the change of the spline velocity between
+    physics steps, so the monitor sees the spline as executed, preemptions included.
+    """
+
+    kind = 'joint_trajectory'
+
+    def __init__(self, q0, monitor):
+        self.monitor = monitor
+        self._lock = threading.Lock()
+        self._pending = None
+        self._active = None  # (sampler, start, label)
+        self.reference = (np.array(q0, float), np.zeros(len(q0)), np.zeros(len(q0)))
+        self._last_time = None
+
+    def load(self, trajectory, start, label):
+        """Execute ``trajectory`` (jtc.Trajectory, controller order) from physics time ``start`` (ROS thread)."""
+        with self._lock:
+            self._pending = (trajectory, start, label)
+
+    def update(self, now, dt=None):
+        """Servo reference (q, v) at physics time ``now``, and the Reports of trajectories that ended."""
+        reports = []
+        with self._lock:
+            pending, self._pending = self._pending, None
+        if pending is not None:  # preempt: the new splines start from the current reference
+            q, v, _ = self.reference
+            reports += self._report()
+            trajectory, start, label = pending
+            self._active = (jtc.SplineSampler(q, v, trajectory), start, label)
+        if self._active is None or now < self._active[1]:
+            self._hold()
+            return self.reference[0], self.reference[1], reports
+        sampler, start, _ = self._active
+        t = now - start
+        q, v = sampler.sample(t)
+        previous = self.reference[1]
+        a = np.zeros_like(v) if self._last_time is None else (v - previous) / max(now - self._last_time, 1e-6)
+        self.monitor.check(t, q, v, a)
+        self.reference, self._last_time = (q, v, a), now
+        if t >= sampler.end_time:
+            reports += self._report()
+            self._active = None
+        return q, v, reports
+
+    def _hold(self):
+        """Hold the current reference position at rest (before a delayed start, after the end)."""
+        if self._last_time is not None:
+            q = self.reference[0]
+            self.reference, self._last_time = (q, np.zeros_like(q), np.zeros_like(q)), None
+
+    def _report(self):
+        """Return Reports of what the active trajectory executed beyond the limits."""
+        if self._active is None:
+            return []
+        violations = self.monitor.take()
+        return [Report(self.kind, self._active[2], violations)] if violations else []
+
+
+class StreamRate:
+    """Nominal period of a command stream: the least-squares slope of send time over command count.
+
+    Over ``RATE_WINDOW`` commands the slope is insensitive to the sender's
+    jitter (a few ms on a 10 ms stream moves it by about 1 % after 10
+    commands, 0.1 % after 50), so
+    velocities and accelerations implied by successive commands are judged
+    on the period the sender meant.  A pause longer than ``GAP_PERIODS``
+    periods (or ``FIRST_GAP`` before the period is known) starts a new stream;
+    until a stream has ``RATE_SETTLE`` commands its period is unknown.
+    """
+
+    def __init__(self):
+        self._times = deque(maxlen=RATE_WINDOW)
+        self.period = None
+
+    def arrived(self, now):
+        """Record a command sent at ``now`` [s]; return the stream's period [s], or None while it is not known."""
+        if self._times and now - self._times[-1] > (FIRST_GAP if self.period is None else GAP_PERIODS * self.period):
+            self._times.clear()
+            self.period = None
+        self._times.append(now)
+        if len(self._times) < RATE_SETTLE:
+            return None
+        t = np.array(self._times)
+        i = np.arange(len(t)) - 0.5 * (len(t) - 1)
+        self.period = float(i @ (t - t.mean()) / (i @ i))
+        return self.period if self.period > 0.0 else None
+
+
+class ForwardController:
+    """forward_position_controller / forward_velocity_controller: each command is applied as it comes.
+
+    ``command`` checks a command against the limits as part of its stream:
+    positions (or velocities) as given, velocities and accelerations implied by
+    successive commands over the stream's nominal period (``StreamRate``; the
+    first commands of a stream, until its period is known, are judged on
+    their values only).  Position commands are servo targets at rest;
+    velocity commands are integrated by the physics step into the position
+    target, which stops at the joint limits as a hard stop would (reported).
+    """
+
+    def __init__(self, kind, q0, monitor):
+        if kind not in ('forward_position', 'forward_velocity'):
+            raise ValueError(f'unknown forward controller {kind!r}')
+        self.kind = kind
+        self.monitor = monitor
+        self._lock = threading.Lock()
+        self._rate = StreamRate()
+        self._count = 0
+        self._target = np.array(q0, float)
+        self._velocity = np.zeros(len(q0))
+        self._previous = (self._target if kind == 'forward_position' else self._velocity, None)
+        self._at_limit = np.zeros(len(q0), bool)
+
+    def command(self, values, now):
+        """Apply one command sent at ``now`` [s] (ROS thread); return its Report if beyond the limits, else None.
+
+        Implied derivatives are finite differences of the commands over the
+        current period estimate (second differences too, so that a change of
+        the estimate scales them but never creates an acceleration).
+        """
+        values = np.array(values, float)
+        period = self._rate.arrived(now)
+        with self._lock:
+            self._count += 1
+            delta = values - self._previous[0]
+            first = second = None
+            if period is not None:
+                first = delta / period
+                if self._previous[1] is not None:
+                    second = (delta - self._previous[1]) / period ** 2
+            if self.kind == 'forward_position':
+                self.monitor.check(0.0, values, first, second)
+                self._target = values
+            else:
+                self.monitor.check(0.0, self._target, values, first)
+                self._velocity = values
+            self._previous = (values, None if period is None else delta)
+            violations = self.monitor.take()
+            return Report(self.kind, f'command #{self._count}', violations) if violations else None
+
+    def update(self, now, dt):
+        """Servo reference (q, v) for the next physics step of ``dt`` seconds, and Reports (limit hits)."""
+        with self._lock:
+            if self.kind == 'forward_position':
+                return self._target, np.zeros_like(self._target), []
+            unclipped = self._target + self._velocity * dt
+            q = np.clip(unclipped, self.monitor.lower, self.monitor.upper)
+            at_limit = q != unclipped
+            v = np.where(at_limit, 0.0, self._velocity)
+            reports = []
+            if (at_limit & ~self._at_limit).any():  # the integrated target reached a limit: a hard stop
+                self.monitor.check(0.0, unclipped)
+                reports.append(Report(self.kind, f'integrated command #{self._count}', self.monitor.take()))
+            self._target, self._at_limit = q, at_limit
+        return q, v, reports

@@ -1,0 +1,178 @@
+"""The simulator's controller emulations, limit witness and physics, checked against closed forms (no ROS)."""
+from types import SimpleNamespace
+
+from ik_solver.collision.scene import make_obstacle
+from ik_solver.motion import jtc
+from ik_solver.motion.limits import JointLimits
+from ik_solver.sim.controllers import ForwardController, LimitMonitor, TrajectoryController
+import numpy as np
+import pytest
+
+pytest.importorskip('mujoco', reason='mujoco is not installed')
+from ik_solver.sim.physics import ArmSimulation  # noqa: E402, I100
+
+HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
+#: Touches the ik7 table below (tip at about x 0.83, z 0.24).
+DOWN = np.array([0.0, 1.2, 0.0, -1.0, 0.0, 0.0, 0.0])
+TABLE = make_obstacle('table', 'box', [0.6, 1.0, 0.04], [0.65, 0.0, 0.18])
+
+
+def _limits(n=2, velocity=1.0, acceleration=2.0):
+    return JointLimits(tuple(f'j{i}' for i in range(n)), np.full(n, -1.0), np.full(n, 1.0), np.full(n, velocity),
+                       np.full(n, acceleration), np.full(n, np.inf))
+
+
+def _cubic_to(q1, duration):
+    """One-point trajectory at rest: the controller runs a cubic from the current state."""
+    q1 = np.atleast_2d(q1)
+    return jtc.Trajectory(np.array([duration]), q1, np.zeros_like(q1))
+
+
+def _run(controller, until, dt=1e-3):
+    reports, t = [], 0.0
+    while t <= until:
+        reports += controller.update(t, dt)[2]
+        t += dt
+    return reports
+
+
+def test_monitor_keeps_the_worst_excursion_per_joint_and_quantity():
+    monitor = LimitMonitor(_limits(), tolerance=0.01)
+    monitor.check(0.1, np.array([0.0, 0.0]), np.array([1.005, -1.5]), np.array([0.0, 0.0]))
+    monitor.check(0.2, np.array([1.2, 0.0]), np.array([0.0, -1.8]), np.array([0.0, 2.5]))
+    found = {(v.joint, v.quantity): v for v in monitor.take()}
+    assert set(found) == {('j0', 'position'), ('j1', 'velocity'), ('j1', 'acceleration')}  # 1.005 is tolerated
+    assert found['j1', 'velocity'].value == -1.8 and found['j1', 'velocity'].limit == -1.0
+    assert found['j1', 'velocity'].time == 0.2
+    assert found['j0', 'position'].limit == 1.0
+    assert monitor.take() == []
+
+
+def test_a_too_fast_trajectory_is_reported_with_its_cubic_peaks():
+    dq, duration = 0.5, 0.25  # cubic peaks: v = 1.5 dq / T = 3.0, a = 6 dq / T^2 = 48
+    controller = TrajectoryController(np.zeros(2), LimitMonitor(_limits()))
+    controller.load(_cubic_to([dq, 0.0], duration), 0.0, 'fast')
+    reports = _run(controller, 0.5)
+    assert len(reports) == 1 and reports[0].label == 'fast'
+    found = {(v.joint, v.quantity): v for v in reports[0].violations}
+    assert set(found) == {('j0', 'velocity'), ('j0', 'acceleration')}
+    assert found['j0', 'velocity'].value == pytest.approx(1.5 * dq / duration, rel=1e-3)
+    assert found['j0', 'velocity'].time == pytest.approx(duration / 2, abs=2e-3)
+    assert abs(found['j0', 'acceleration'].value) == pytest.approx(6 * dq / duration ** 2, rel=0.02)
+    assert np.allclose(controller.reference[0], [dq, 0.0]) and not controller.reference[1].any()
+
+
+def test_a_trajectory_within_the_limits_is_not_reported():
+    controller = TrajectoryController(np.zeros(2), LimitMonitor(_limits()))
+    controller.load(_cubic_to([0.5, -0.5], 2.0), 0.0, 'slow')  # v 0.375, a 0.75
+    assert _run(controller, 2.5) == []
+
+
+def test_preemption_reports_only_what_was_executed_and_keeps_the_velocity_continuous():
+    controller = TrajectoryController(np.zeros(2), LimitMonitor(_limits()))
+    controller.load(_cubic_to([0.9, 0.0], 2.0), 0.0, 'first')  # within the limits for its first 0.5 s
+    reports = _run(controller, 0.5)
+    v_before = controller.reference[1].copy()
+    controller.load(_cubic_to([0.0, 0.0], 0.1), 0.501, 'second')  # back within 0.1 s: far too fast
+    q, v, step_reports = controller.update(0.501, 1e-3)
+    assert np.allclose(v, v_before) and v_before[0] > 0.4  # the new spline starts from the current velocity
+    reports += step_reports + _run_from(controller, 0.502, 1.0)
+    assert [r.label for r in reports] == ['second']
+
+
+def _run_from(controller, t0, t1, dt=1e-3):
+    reports, t = [], t0
+    while t <= t1:
+        reports += controller.update(t, dt)[2]
+        t += dt
+    return reports
+
+
+def test_forward_position_stream_is_judged_on_the_stream_period_despite_jitter(rng):
+    controller = ForwardController('forward_position', np.zeros(2), LimitMonitor(_limits()))
+    period, step = 0.01, 0.0097  # 0.97 rad/s: within the 1.0 limit only if the period is known to 4 %
+    reports = []
+    for k in range(1, 80):
+        sent = k * period + rng.uniform(-0.003, 0.003)  # a sender jitter of +-30 % of the period
+        reports.append(controller.command([k * step, 0.0], sent))
+    assert reports == [None] * len(reports)
+    fast = controller.command([80 * step + 0.02, 0.0], 0.8)  # 3 rad/s in this period
+    velocity = {v.quantity: v for v in fast.violations}['velocity']
+    assert velocity.value == pytest.approx((step + 0.02) / period, rel=0.02)
+
+
+def test_forward_position_outside_the_limits_is_reported_and_still_applied():
+    controller = ForwardController('forward_position', np.zeros(2), LimitMonitor(_limits()))
+    report = controller.command([1.5, 0.0], 0.0)
+    assert [(v.joint, v.quantity, v.limit) for v in report.violations] == [('j0', 'position', 1.0)]
+    q, v, _ = controller.update(0.001, 1e-3)
+    assert q.tolist() == [1.5, 0.0] and not v.any()  # applied directly, as the real controller does
+
+
+def test_forward_velocity_integrates_and_stops_at_the_limit_with_one_report():
+    controller = ForwardController('forward_velocity', np.zeros(2), LimitMonitor(_limits()))
+    assert controller.command([0.5, -0.25], 0.0) is None
+    reports = []
+    for k in range(1000):
+        q, v, r = controller.update(k * 1e-3, 1e-3)
+        reports += r
+    assert np.allclose(q, [0.5, -0.25])  # 1 s of integration
+    for k in range(2000):  # joint 0 reaches +1 after another second
+        q, v, r = controller.update(1.0 + k * 1e-3, 1e-3)
+        reports += r
+    assert q[0] == 1.0 and v[0] == 0.0 and v[1] == -0.25
+    assert len(reports) == 1 and [x.joint for x in reports[0].violations] == ['j0']
+    report = controller.command([2.0, 0.0], 3.0)  # 2 rad/s: beyond the velocity limit
+    assert {x.quantity for x in report.violations} >= {'velocity'}
+
+
+def test_measured_acceleration_is_the_velocity_change_of_the_physics_step():
+    sim = ArmSimulation('urdf/ik7.urdf.xacro', initial_positions=HOME)
+    dt = sim.timestep
+    for k in range(300):
+        t = k * dt
+        sim.command(HOME + 0.2 * np.sin(4 * t), 0.8 * np.cos(4 * t) * np.ones(7))
+        before = sim.velocities
+        sim.step(measure=True)
+        assert np.allclose(sim.acceleration, (sim.velocities - before) / dt)
+    assert np.abs(sim.acceleration).max() > 0.1
+
+
+def test_the_arm_touches_world_objects_but_never_itself():
+    sim = ArmSimulation('urdf/ik7.urdf.xacro', initial_positions=HOME, obstacles=[TABLE])
+    for _ in range(200):
+        sim.step()
+    assert sim.contacts() == []
+    folded = HOME.copy()
+    folded[3] = -2.05  # the elbow folded: forearm and upper arm cylinders overlap
+    for _ in range(1500):
+        sim.command(folded, np.zeros(7))
+        sim.step()
+    assert sim.contacts() == [] and np.abs(sim.positions - folded).max() < 1e-3
+    for _ in range(1500):
+        sim.command(DOWN, np.zeros(7))
+        sim.step()
+    contacts = sim.contacts()
+    assert contacts and {c[1] for c in contacts} == {'table'}
+    assert {c[0] for c in contacts} <= {'link5', 'link6', 'link7'}
+    assert np.abs(sim.positions - DOWN).max() > 0.01  # the table stopped the arm
+
+
+def test_world_objects_need_a_known_fixed_frame():
+    with pytest.raises(ValueError, match='moves with the arm'):
+        ArmSimulation('urdf/ik7.urdf.xacro', obstacles=[make_obstacle('cup', 'sphere', [0.05], frame='link7')])
+    with pytest.raises(ValueError, match="frame 'nowhere'"):
+        ArmSimulation('urdf/ik7.urdf.xacro', obstacles=[make_obstacle('cup', 'sphere', [0.05], frame='nowhere')])
+
+
+def test_controller_state_is_filled_as_the_controller_does():
+    rclpy = pytest.importorskip('trajectory_msgs.msg', reason='ROS messages are not installed')  # noqa: F841
+    from ik_solver.sim.sim_arm_node import fill_controller_state
+    msg = SimpleNamespace(header=SimpleNamespace(stamp=None))  # control_msgs is not on PyPI: a stand-in
+    q_ref, v_ref, a_ref = np.array([0.5, 0.1]), np.array([0.2, 0.0]), np.array([1.0, -1.0])
+    q, v = np.array([0.45, 0.1]), np.array([0.25, 0.0])
+    fill_controller_state(msg, 'now', ['a', 'b'], (q_ref, v_ref, a_ref), q, v)
+    assert msg.header.stamp == 'now' and msg.joint_names == ['a', 'b']
+    assert list(msg.reference.accelerations) == [1.0, -1.0]
+    assert np.allclose(msg.error.positions, q_ref - q) and np.allclose(msg.error.velocities, v_ref - v)
+    assert list(msg.output.positions) == list(msg.reference.positions) == [0.5, 0.1]

@@ -1,0 +1,290 @@
+"""sim_arm_node as real processes over DDS: its three controllers, its reports and its namespacing.
+
+Three simulators run at once: a joint_trajectory one in /jtc with a world
+table and acceleration limits, and a forward_position (/left) and a
+forward_velocity (/right) one that share a controller name, so that only their
+namespaces keep their commands apart.
+"""
+from collections import defaultdict
+import json
+import os
+import tempfile
+import threading
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+pytest.importorskip('mujoco', reason='mujoco is not installed')
+
+from builtin_interfaces.msg import Duration  # noqa: E402, I100
+from ik_solver.tools.launcher import node_args, NodeProcess  # noqa: E402
+from ik_solver.tools.resources import arm_files  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray, String  # noqa: E402
+from std_srvs.srv import SetBool  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+NAMES = [f'joint{i}' for i in range(1, 8)]
+HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
+#: Touches the table below with the wrist (tip at about x 0.83, z 0.24).
+DOWN = np.array([0.0, 1.2, 0.0, -1.0, 0.0, 0.0, 0.0])
+ACCELERATION_LIMIT = 3.0
+SCENE = """frame: base_link
+objects:
+  - {name: table, type: box, size: [0.6, 1.0, 0.04], position: [0.65, 0.0, 0.18]}
+"""
+LIMITS = 'joint_limits:\n' + ''.join(
+    f'  {n}: {{has_acceleration_limits: true, max_acceleration: {ACCELERATION_LIMIT}}}\n' for n in NAMES)
+PUBLISH_PERIOD = 0.005  # publish_rate 200 Hz
+
+
+class Recorder:
+    """A test node that records, per topic, every message with its monotonic arrival time."""
+
+    def __init__(self):
+        self.node = rclpy.create_node('sim_test_recorder')
+        self.lock = threading.Lock()
+        self.log = defaultdict(list)
+        self._executor = SingleThreadedExecutor()
+        self._executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
+        self._thread.start()
+
+    def record(self, msg_type, topic):
+        def store(msg):
+            with self.lock:
+                self.log[topic].append((time.monotonic(), msg))
+        self.node.create_subscription(msg_type, topic, store, 100)
+
+    def since(self, topic, t=0.0):
+        with self.lock:
+            return [(s, m) for s, m in self.log[topic] if s >= t]
+
+    def joints(self, namespace, t=0.0):
+        return np.array([m.position for _, m in self.since(f'{namespace}/joint_states', t)])
+
+    def call(self, client, request, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while not client.service_is_ready() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        future = client.call_async(request)
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return future.result()
+
+    def close(self):
+        self._executor.shutdown()
+        self._thread.join(timeout=2.0)
+        self.node.destroy_node()
+
+
+def _start(namespace, files, **params):
+    urdf, _ = arm_files('ik7')
+    args = node_args(None, {'urdf_file': urdf, 'initial_positions': '[' + ', '.join(map(str, HOME)) + ']',
+                            **params}) + ['-r', f'__ns:={namespace}']
+    log = os.path.join(files, namespace.strip('/') + '.log')
+    return NodeProcess('sim.sim_arm_node', args, log)
+
+
+@pytest.fixture(scope='module')
+def sims():
+    os.environ['ROS_DOMAIN_ID'] = str(130 + os.getpid() % 90)
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    files = tempfile.mkdtemp(prefix='test_sim_node_')
+    for name, text in (('scene.yaml', SCENE), ('limits.yaml', LIMITS)):
+        with open(os.path.join(files, name), 'w') as f:
+            f.write(text)
+    processes = {
+        '/jtc': _start('/jtc', files, scene_file=os.path.join(files, 'scene.yaml'),
+                       joint_limits_file=os.path.join(files, 'limits.yaml')),
+        '/left': _start('/left', files, controller_type='forward_position', controller_name='arm_controller'),
+        '/right': _start('/right', files, controller_type='forward_velocity', controller_name='arm_controller'),
+    }
+    rclpy.init()
+    recorder = Recorder()
+    for ns in processes:
+        recorder.record(JointState, f'{ns}/joint_states')
+        recorder.record(Float64MultiArray, f'{ns}/sim_arm/measured_accelerations')
+        recorder.record(String, f'{ns}/sim_arm/limit_violations')
+    recorder.record(JointState, '/joint_states')
+    recorder.record(String, '/jtc/sim_arm/contacts')
+    recorder.trajectory = recorder.node.create_publisher(JointTrajectory, '/jtc/joint_trajectory_controller/'
+                                                         'joint_trajectory', 10)
+    recorder.commands = {ns: recorder.node.create_publisher(Float64MultiArray, f'{ns}/arm_controller/commands', 10)
+                         for ns in ('/left', '/right')}
+    recorder.processes = processes
+    deadline = time.monotonic() + 60.0
+    while time.monotonic() < deadline and not all(len(recorder.joints(ns)) for ns in processes):
+        time.sleep(0.1)
+    assert all(len(recorder.joints(ns)) for ns in processes), ''.join(p.output() for p in processes.values())
+    yield recorder
+    recorder.close()
+    for p in processes.values():
+        p.stop()
+    rclpy.try_shutdown()
+
+
+def _send_trajectory(sims, q, duration):
+    msg = JointTrajectory(joint_names=NAMES)
+    msg.points = [JointTrajectoryPoint(positions=[float(v) for v in q], velocities=[0.0] * 7,
+                                       time_from_start=Duration(sec=int(duration),
+                                                                nanosec=int(duration % 1 * 1e9)))]
+    sims.trajectory.publish(msg)
+    return time.monotonic()
+
+
+def _move(sims, q, duration):
+    """Move the /jtc arm to q along the controller's cubic, and wait until it has arrived."""
+    sent = _send_trajectory(sims, q, duration)
+    time.sleep(duration + 0.5)
+    return sent
+
+
+def _stream(sims, namespace, values, period=0.02):
+    """Publish commands at a fixed period; return the send times."""
+    times = []
+    for v in values:
+        sims.commands[namespace].publish(Float64MultiArray(data=[float(x) for x in v]))
+        times.append(time.monotonic())
+        time.sleep(max(0.0, times[0] + len(times) * period - time.monotonic()))
+    return times
+
+
+def _latest(sims, namespace):
+    return sims.joints(namespace)[-1]
+
+
+def _violations(sims, namespace, t):
+    return [json.loads(m.data) for _, m in sims.since(f'{namespace}/sim_arm/limit_violations', t)]
+
+
+def test_each_sim_publishes_in_its_namespace_from_its_initial_positions(sims):
+    assert sims.since('/joint_states') == []
+    for ns in sims.processes:
+        assert np.abs(_latest(sims, ns) - HOME).max() < 1e-3
+
+
+def test_forward_position_commands_move_only_their_arm_and_a_wrong_length_is_rejected(sims):
+    goal = HOME + np.array([0.3, 0.0, 0.0, 0.0, 0.0, 0.0, -0.3])
+    t0 = time.monotonic()
+    _stream(sims, '/left', [HOME + (goal - HOME) * s for s in np.linspace(0.0, 1.0, 51)])  # 0.3 rad/s
+    time.sleep(1.0)
+    assert np.abs(_latest(sims, '/left') - goal).max() < 2e-3
+    assert np.abs(sims.joints('/right', t0) - HOME).max() < 1e-3  # same relative topic, other namespace
+    assert _violations(sims, '/left', t0) == []
+
+    t1 = time.monotonic()
+    sims.commands['/left'].publish(Float64MultiArray(data=[0.0, 0.0, 0.0]))
+    time.sleep(0.5)
+    assert np.abs(sims.joints('/left', t1) - goal).max() < 2e-3
+    assert 'command rejected: 3 values for 7 joints' in sims.processes['/left'].output()
+
+
+def test_forward_position_beyond_a_limit_is_reported_and_applied(sims):
+    t0 = time.monotonic()
+    beyond = _latest(sims, '/left').copy()
+    beyond[6] = 3.1  # joint7: soft limit 173 deg = 3.02 rad
+    _stream(sims, '/left', [beyond])
+    time.sleep(1.0)
+    reports = _violations(sims, '/left', t0)
+    assert [(v['joint'], v['quantity']) for r in reports for v in r['violations']] == [('joint7', 'position')]
+    assert _latest(sims, '/left')[6] > 3.0  # applied: the arm went there (up to the hard limit)
+    _stream(sims, '/left', [HOME])
+
+
+def test_forward_velocity_commands_are_integrated(sims):
+    velocity = np.zeros(7)
+    velocity[0] = 0.4
+    start = _latest(sims, '/right').copy()
+    times = _stream(sims, '/right', [velocity] * 50 + [np.zeros(7)])
+    moving = times[-1] - times[0]
+    time.sleep(0.5)
+    states = sims.since('/right/joint_states', times[0])
+    cruise = [m.velocity[0] for s, m in states if times[0] + 0.3 < s < times[-1] - 0.1]
+    assert np.median(cruise) == pytest.approx(0.4, rel=0.03)
+    moved = _latest(sims, '/right') - start
+    assert moved[0] == pytest.approx(0.4 * moving, rel=0.1)
+    assert np.abs(moved[1:]).max() < 1e-3
+    assert np.abs(states[-1][1].velocity).max() < 1e-3  # the zero command stops it
+
+
+def test_measured_accelerations_agree_with_differences_of_the_published_velocities(sims):
+    goal = HOME + np.array([0.8, 0.0, 0.5, 0.0, -0.6, 0.0, 0.0])
+    t0 = _move(sims, goal, 1.5)
+    _move(sims, HOME, 1.5)
+    velocities = np.array([m.velocity for _, m in sims.since('/jtc/joint_states', t0)])
+    measured = np.array([m.data for _, m in sims.since('/jtc/sim_arm/measured_accelerations', t0)])
+    differences = (velocities[2:] - velocities[:-2]) / (2 * PUBLISH_PERIOD)  # central, at samples 1 .. K-2
+    peak = np.abs(differences).max()
+    # Both topics are published together at each publish step; line them up (either may have lost its
+    # first messages to discovery) by the shift that fits best.
+    errors = min((_aligned_errors(measured, differences, shift) for shift in range(-10, 11)),
+                 key=np.median)
+    assert len(errors) > 400 and peak > 1.0
+    assert np.percentile(errors, 95) < 0.05 * peak + 0.05, (np.percentile(errors, 95), peak)
+
+
+def _aligned_errors(measured, differences, shift):
+    """Largest joint error of measured[i] against differences[i - 1 + shift] (differences start at sample 1)."""
+    pairs = [(m, differences[i - 1 + shift]) for i, m in enumerate(measured) if 0 <= i - 1 + shift < len(differences)]
+    return np.array([np.abs(m - d).max() for m, d in pairs])
+
+
+def test_a_too_fast_trajectory_is_reported_and_a_normal_one_is_not(sims):
+    normal = HOME + np.array([0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # cubic: v 0.5, a 1.33 rad/s^2
+    t0 = _move(sims, normal, 1.5)
+    assert _violations(sims, '/jtc', t0) == []
+    t1 = _move(sims, HOME, 0.2)  # v 3.75 rad/s (limit 1.48), a 75 rad/s^2 (limit 3)
+    reports = _violations(sims, '/jtc', t1)
+    assert len(reports) == 1 and reports[0]['controller'] == 'joint_trajectory'
+    found = {(v['joint'], v['quantity']): v for v in reports[0]['violations']}
+    assert set(found) == {('joint1', 'velocity'), ('joint1', 'acceleration')}
+    assert found['joint1', 'velocity']['value'] == pytest.approx(-1.5 * 0.5 / 0.2, rel=0.02)
+    assert 'executed beyond the limits' in sims.processes['/jtc'].output()
+
+
+def test_enable_joint_states_stops_and_restarts_the_stream(sims):
+    client = sims.node.create_client(SetBool, '/jtc/sim_arm/enable_joint_states')
+    assert sims.call(client, SetBool.Request(data=False)).success
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    time.sleep(1.0)
+    assert sims.since('/jtc/joint_states', t0) == []
+    assert sims.since('/jtc/sim_arm/measured_accelerations', t0) == []
+    assert len(sims.joints('/left', t0)) > 50  # the other sims go on
+    assert sims.call(client, SetBool.Request(data=True)).success
+    t1 = time.monotonic()
+    time.sleep(0.5)
+    assert len(sims.joints('/jtc', t1)) > 20
+
+
+def test_controller_state_reports_the_reference(sims):
+    control_msgs = pytest.importorskip('control_msgs.msg', reason='control_msgs is not installed (not on PyPI)')
+    states = []
+    sims.node.create_subscription(control_msgs.JointTrajectoryControllerState,
+                                  '/jtc/joint_trajectory_controller/controller_state', states.append, 10)
+    goal = HOME + np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.4])
+    _move(sims, goal, 1.0)
+    assert len(states) > 100
+    assert list(states[-1].joint_names) == NAMES
+    assert np.abs(np.array(states[-1].reference.positions) - goal).max() < 1e-9
+    assert max(abs(s.reference.velocities[6]) for s in states) == pytest.approx(1.5 * 0.4, rel=0.02)
+
+
+def test_a_table_in_the_path_is_reported_as_a_contact(sims):
+    t0 = time.monotonic()
+    _move(sims, HOME, 0.5)
+    assert sims.since('/jtc/sim_arm/contacts', t0) == []
+    t1 = _move(sims, DOWN, 2.0)
+    contacts = [json.loads(m.data) for _, m in sims.since('/jtc/sim_arm/contacts', t1)]
+    assert contacts
+    assert {c['object'] for batch in contacts for c in batch} == {'table'}
+    assert {c['link'] for batch in contacts for c in batch} <= {'link5', 'link6', 'link7'}
+    assert np.abs(_latest(sims, '/jtc') - DOWN).max() > 0.01  # the table held the arm back
+    _move(sims, HOME, 2.0)
+    t2 = time.monotonic()
+    time.sleep(0.3)
+    assert sims.since('/jtc/sim_arm/contacts', t2) == []
