@@ -79,7 +79,7 @@ def chain():
 
 
 def service(node):
-    """attach_moveit_service with a stand-in GetPositionIK type."""
+    """Attach the service to node with a stand-in GetPositionIK type."""
     return moveit_ik.attach_moveit_service(node, service_type=object())
 
 
