@@ -24,7 +24,7 @@ MOVEIT_CODES = {'SUCCESS': 1, 'NO_IK_SOLUTION': -31, 'TIMED_OUT': -6, 'FRAME_TRA
 
 
 def ik_request(**fields):
-    """A PositionIKRequest stand-in with moveit_msgs' defaults."""
+    """Return a PositionIKRequest stand-in with the defaults of moveit_msgs."""
     request = SimpleNamespace(
         group_name='', robot_state=SimpleNamespace(joint_state=JointState()), avoid_collisions=False,
         constraints=SimpleNamespace(joint_constraints=[], position_constraints=[], orientation_constraints=[],
