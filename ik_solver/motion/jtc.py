@@ -2,15 +2,15 @@
 
 ``validate`` refuses what the controller refuses, with its reasons; a
 ``SplineSampler`` interpolates as the controller does: from the state at the
-start of the trajectory through each point, quintic where points carry
-accelerations, cubic where they carry velocities, linear otherwise, and it
-holds the last point after the end.
+start of the trajectory (position, velocity, acceleration) through each point,
+quintic where points carry accelerations, cubic where they carry velocities,
+linear otherwise, and it holds the last point after the end.  It returns the
+derivatives too (velocity, acceleration, jerk), so the command guard checks
+limits on exactly the polynomials the controller will run.
 """
 from dataclasses import dataclass
 
 import numpy as np
-
-from .timing import quintic
 
 
 @dataclass
@@ -85,15 +85,17 @@ def reorder(joint_names, points, controller_joints):
 
 
 class SplineSampler:
-    """Samples a trajectory started at time 0 from state (q0, v0)."""
+    """Samples a trajectory started at time 0 from state (q0, v0, a0) as the controller interpolates it."""
 
-    def __init__(self, q0, v0, trajectory):
+    def __init__(self, q0, v0, trajectory, a0=None):
         t = trajectory
-        n = len(q0)
+        q0 = np.asarray(q0, float)
+        a0 = np.zeros_like(q0) if a0 is None else np.asarray(a0, float)
         self.times = np.concatenate([[0.0], t.times])
         self.positions = np.vstack([q0, t.positions])
         self.velocities = None if t.velocities is None else np.vstack([v0, t.velocities])
-        self.accelerations = None if t.accelerations is None else np.vstack([np.zeros(n), t.accelerations])
+        self.accelerations = None if t.accelerations is None else np.vstack([a0, t.accelerations])
+        self._coefficients = _coefficients(self.times, self.positions, self.velocities, self.accelerations)
 
     @property
     def end_time(self):
@@ -101,24 +103,50 @@ class SplineSampler:
 
     def sample(self, t):
         """(positions, velocities) at time t after the start."""
-        if t >= self.times[-1]:
-            v = np.zeros(self.positions.shape[1])
-            return self.positions[-1].copy(), v
-        k = max(0, int(np.searchsorted(self.times, t, side='right')) - 1)
-        t0, t1 = self.times[k], self.times[k + 1]
-        h = t1 - t0
-        s = (t - t0)
-        p0, p1 = self.positions[k], self.positions[k + 1]
-        if self.velocities is None:
-            return p0 + (p1 - p0) * s / h, (p1 - p0) / h
-        v0, v1 = self.velocities[k], self.velocities[k + 1]
-        if self.accelerations is None:
-            return _cubic(p0, v0, p1, v1, h, s)
-        pos, vel, _ = quintic(p0, v0, self.accelerations[k], p1, v1, self.accelerations[k + 1], h, s)
-        return pos, vel
+        pos, vel, _, _ = self.evaluate(np.array([t], float))
+        return pos[0], vel[0]
+
+    def evaluate(self, times):
+        """Positions, velocities, accelerations and jerks (each (T, n)) at ``times`` (T,) after the start.
+
+        Within a segment these are the derivatives of its polynomial; a segment
+        starts at its first point (right limit).  After the end the last point is held.
+        """
+        times = np.asarray(times, float)
+        k = np.clip(np.searchsorted(self.times, times, side='right') - 1, 0, len(self.times) - 2)
+        s = (np.clip(times, self.times[0], self.times[-1]) - self.times[k])[:, None]
+        c = self._coefficients[k]  # (T, 6, n)
+        pos = c[:, 0] + s * (c[:, 1] + s * (c[:, 2] + s * (c[:, 3] + s * (c[:, 4] + s * c[:, 5]))))
+        vel = c[:, 1] + s * (2 * c[:, 2] + s * (3 * c[:, 3] + s * (4 * c[:, 4] + s * 5 * c[:, 5])))
+        acc = 2 * c[:, 2] + s * (6 * c[:, 3] + s * (12 * c[:, 4] + s * 20 * c[:, 5]))
+        jerk = 6 * c[:, 3] + s * (24 * c[:, 4] + s * 60 * c[:, 5])
+        after = times >= self.times[-1]
+        pos[after] = self.positions[-1]
+        vel[after] = acc[after] = jerk[after] = 0.0
+        return pos, vel, acc, jerk
 
 
-def _cubic(p0, v0, p1, v1, h, s):
-    a2 = (3 * (p1 - p0) - (2 * v0 + v1) * h) / h ** 2
-    a3 = (2 * (p0 - p1) + (v0 + v1) * h) / h ** 3
-    return p0 + v0 * s + a2 * s ** 2 + a3 * s ** 3, v0 + 2 * a2 * s + 3 * a3 * s ** 2
+def _coefficients(times, p, v, a):
+    """Polynomial coefficients c0..c5 (segments, 6, n) of each segment in its local time."""
+    h = np.diff(times)[:, None]
+    if not np.all(h >= 0.0):
+        raise ValueError('trajectory times must be increasing, finite and not negative')
+    h = np.where(h > 0.0, h, 1.0)  # a zero-length segment (first point at 0) is never sampled
+    p0, p1 = p[:-1], p[1:]
+    c = np.zeros((len(h), 6, p.shape[1]))
+    c[:, 0] = p0
+    if v is None:
+        c[:, 1] = (p1 - p0) / h
+        return c
+    v0, v1 = v[:-1], v[1:]
+    c[:, 1] = v0
+    if a is None:
+        c[:, 2] = (3 * (p1 - p0) - (2 * v0 + v1) * h) / h ** 2
+        c[:, 3] = (2 * (p0 - p1) + (v0 + v1) * h) / h ** 3
+        return c
+    a0, a1 = a[:-1], a[1:]
+    c[:, 2] = 0.5 * a0
+    c[:, 3] = (20 * (p1 - p0) - (8 * v1 + 12 * v0) * h - (3 * a0 - a1) * h ** 2) / (2 * h ** 3)
+    c[:, 4] = (30 * (p0 - p1) + (14 * v1 + 16 * v0) * h + (3 * a0 - 2 * a1) * h ** 2) / (2 * h ** 4)
+    c[:, 5] = (12 * (p1 - p0) - 6 * (v1 + v0) * h - (a0 - a1) * h ** 2) / (2 * h ** 5)
+    return c

@@ -1,12 +1,35 @@
 """Joint limits a real controller must respect, and the state a move starts from.
 
-Limits come, in increasing priority, from the URDF, a MoveIt ``joint_limits.yaml``
-and per-joint parameters; ``JointLimits`` holds the merged result as arrays in
-chain order, so the planner and the command guard read one source of truth.
+Limits come, in increasing priority, from the URDF (position, velocity), a
+MoveIt-format ``joint_limits.yaml`` and per-joint overrides (the node's
+parameters); ``JointLimits`` holds the merged result as arrays in chain order,
+so the planner and the command guard read one source of truth.
+
+The merge never loosens what the URDF says: a velocity (or position) limit
+above the URDF's is clamped to it, with a note.  URDFs carry no acceleration
+limits, so where none is given anywhere ``DEFAULT_ACCELERATION`` is assumed
+(with a note the node logs once).  Jerk is unlimited (inf) unless given.
 """
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+import yaml
+
+#: Acceleration [rad/s^2 or m/s^2] assumed where neither the yaml nor an override gives one.  It is
+#: MoveIt's own fallback (time_optimal_trajectory_generation's default of 1.0 when a joint has none):
+#: a few times below what industrial and collaborative arms allow (Panda 7.5-20, UR 15-40 rad/s^2), so an
+#: arm commissioned without acceleration limits moves gently, never harder than it was built for.
+DEFAULT_ACCELERATION = 1.0
+#: Velocity [rad/s or m/s] assumed for a joint whose URDF gives none (continuous joints may omit <limit>).
+DEFAULT_VELOCITY = 1.0
+#: Keys a joint entry of a MoveIt joint_limits.yaml may carry (effort and soft limits are read and ignored).
+JOINT_KEYS = frozenset((
+    'has_position_limits', 'min_position', 'max_position', 'has_velocity_limits', 'max_velocity',
+    'has_acceleration_limits', 'max_acceleration', 'has_deceleration_limits', 'max_deceleration',
+    'has_jerk_limits', 'max_jerk', 'has_effort_limits', 'max_effort', 'angle_wraparound',
+    'has_soft_limits', 'k_position', 'k_velocity', 'soft_lower_limit', 'soft_upper_limit'))
+#: Keys of the per-joint overrides (the node's parameters).
+OVERRIDE_KEYS = ('max_velocity', 'max_acceleration', 'max_jerk')
 
 
 @dataclass(frozen=True)
@@ -42,3 +65,159 @@ class MotionState:
     def at_rest(cls, position):
         q = np.asarray(position, dtype=float)
         return cls(q.copy(), np.zeros_like(q), np.zeros_like(q))
+
+
+@dataclass
+class LoadedLimits:
+    """Merged limits, the yaml's default scaling factors (1.0 where absent) and what was assumed or clamped."""
+
+    limits: JointLimits
+    default_velocity_scaling: float = 1.0
+    default_acceleration_scaling: float = 1.0
+    notes: list = field(default_factory=list)
+
+
+def load_joint_limits(chain, joint_limits_file=None, overrides=None):
+    """Merge URDF < joint_limits.yaml < overrides into ``LoadedLimits`` for ``chain``'s joints.
+
+    ``joint_limits_file``: path of a MoveIt-format yaml (top-level ``joint_limits:``).  Its joints
+    outside the chain (a gripper, another group) are ignored with a note; a file naming none of the
+    chain's joints is refused.  ``overrides``: {joint: {'max_velocity'|'max_acceleration'|'max_jerk':
+    value}}; an unknown joint or key is refused.  Raises ValueError naming the joint and key at fault.
+    """
+    names = tuple(chain.joint_names)
+    merged = {name: {'min_position': float(lo), 'max_position': float(hi), 'max_velocity': float(v),
+                     'max_acceleration': None, 'max_jerk': np.inf}
+              for name, lo, hi, v in zip(names, chain.lower, chain.upper, chain.velocity_limits)}
+    urdf = {name: dict(entry) for name, entry in merged.items()}
+    result = LoadedLimits(limits=None)
+    if joint_limits_file:
+        _merge_yaml(joint_limits_file, merged, result)
+    _merge_overrides(overrides or {}, merged)
+    for name in names:
+        _clamp_to_urdf(name, merged[name], urdf[name], result.notes)
+    result.limits = _assemble(names, merged, result.notes)
+    return result
+
+
+def _merge_yaml(path, merged, result):
+    try:
+        with open(path, encoding='utf-8') as stream:
+            document = yaml.safe_load(stream)
+    except OSError as error:
+        raise ValueError(f'joint_limits_file {path!r} cannot be read: {error}') from None
+    except yaml.YAMLError as error:
+        raise ValueError(f'joint_limits_file {path!r} is not valid YAML: {error}') from None
+    if not isinstance(document, dict) or not isinstance(document.get('joint_limits'), dict):
+        raise ValueError(f"joint_limits_file {path!r} has no 'joint_limits:' mapping at the top level")
+    for key, attribute in (('default_velocity_scaling_factor', 'default_velocity_scaling'),
+                           ('default_acceleration_scaling_factor', 'default_acceleration_scaling')):
+        if key in document:
+            value = _number(document[key], f'{path}: {key}')
+            if not 0.0 < value <= 1.0:
+                raise ValueError(f'{path}: {key} must be in (0, 1], got {value}')
+            setattr(result, attribute, value)
+    entries = document['joint_limits']
+    outside = [name for name in entries if name not in merged]
+    if len(outside) == len(entries):
+        raise ValueError(f'{path}: none of its joints ({", ".join(map(str, entries)) or "none"}) is in the chain '
+                         f'({", ".join(merged)})')
+    if outside:
+        result.notes.append(f'{path}: joints outside the chain ignored: {", ".join(map(str, outside))}')
+    for name, entry in entries.items():
+        if name in merged:
+            merged[name].update(_yaml_joint(path, name, entry))
+
+
+def _yaml_joint(path, name, entry):
+    """Return the limits one yaml joint entry sets (its has_* flags decide which)."""
+    where = f'{path}: joint {name!r}'
+    if not isinstance(entry, dict):
+        raise ValueError(f'{where} must be a mapping of limit keys, got {entry!r}')
+    unknown = sorted(set(entry) - JOINT_KEYS)
+    if unknown:
+        raise ValueError(f'{where} has unknown key(s) {", ".join(map(str, unknown))}')
+    values = {}
+    if _flag(entry, 'has_position_limits', where):
+        for key in ('min_position', 'max_position'):
+            if key in entry:
+                values[key] = _number(entry[key], f'{where}: {key}')
+    for flag, key in (('has_velocity_limits', 'max_velocity'), ('has_acceleration_limits', 'max_acceleration'),
+                      ('has_jerk_limits', 'max_jerk')):
+        if _flag(entry, flag, where):
+            if key not in entry:
+                raise ValueError(f'{where}: {flag} is true but {key} is missing')
+            values[key] = _positive(entry[key], f'{where}: {key}')
+    return values
+
+
+def _merge_overrides(overrides, merged):
+    if not isinstance(overrides, dict):
+        raise ValueError(f'overrides must be {{joint: {{key: value}}}}, got {overrides!r}')
+    for name, entry in overrides.items():
+        if name not in merged:
+            raise ValueError(f'limit override for unknown joint {name!r}; the chain has {", ".join(merged)}')
+        if not isinstance(entry, dict):
+            raise ValueError(f'limit override for joint {name!r} must be a mapping, got {entry!r}')
+        for key, value in entry.items():
+            if key not in OVERRIDE_KEYS:
+                raise ValueError(f'limit override {key!r} for joint {name!r} is not one of {", ".join(OVERRIDE_KEYS)}')
+            merged[name][key] = _positive(value, f'limit override {key} of joint {name!r}')
+
+
+def _clamp_to_urdf(name, entry, urdf, notes):
+    """Never loosen the URDF: velocity and position limits beyond it are clamped, with a note."""
+    if entry['max_velocity'] > urdf['max_velocity']:
+        notes.append(f"joint {name}: max_velocity {entry['max_velocity']:g} exceeds the URDF's "
+                     f"{urdf['max_velocity']:g}; clamped to the URDF")
+        entry['max_velocity'] = urdf['max_velocity']
+    for key, tighter in (('min_position', max), ('max_position', min)):
+        clamped = tighter(entry[key], urdf[key])
+        if clamped != entry[key]:
+            notes.append(f'joint {name}: {key} {entry[key]:g} is outside the URDF limits; clamped to {clamped:g}')
+            entry[key] = clamped
+    if entry['min_position'] > entry['max_position']:
+        raise ValueError(f"joint {name}: min_position {entry['min_position']:g} > max_position "
+                         f"{entry['max_position']:g}")
+
+
+def _assemble(names, merged, notes):
+    velocity, acceleration = [], []
+    for name in names:
+        entry = merged[name]
+        if not np.isfinite(entry['max_velocity']):
+            notes.append(f'joint {name}: no velocity limit in the URDF or joint_limits; '
+                         f'assumed {DEFAULT_VELOCITY:g}')
+            entry['max_velocity'] = DEFAULT_VELOCITY
+        if entry['max_acceleration'] is None:
+            notes.append(f'joint {name}: no acceleration limit given; assumed {DEFAULT_ACCELERATION:g} '
+                         '(set max_acceleration in joint_limits.yaml for your arm)')
+            entry['max_acceleration'] = DEFAULT_ACCELERATION
+        velocity.append(entry['max_velocity'])
+        acceleration.append(entry['max_acceleration'])
+    column = [np.array([merged[name][key] for name in names], float)
+              for key in ('min_position', 'max_position', 'max_jerk')]
+    return JointLimits(names, column[0], column[1], np.array(velocity), np.array(acceleration), column[2])
+
+
+def _flag(entry, key, where):
+    value = entry.get(key, False)
+    if not isinstance(value, bool):
+        raise ValueError(f'{where}: {key} must be true or false, got {value!r}')
+    return value
+
+
+def _number(value, what):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f'{what} must be a number, got {value!r}')
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f'{what} must be finite, got {value}')
+    return value
+
+
+def _positive(value, what):
+    value = _number(value, what)
+    if value <= 0.0:
+        raise ValueError(f'{what} must be positive, got {value:g}')
+    return value
