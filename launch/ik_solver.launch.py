@@ -1,62 +1,65 @@
-"""Start ik_solver_node (and robot_state_publisher) next to a robot.
+"""Start ik_solver_node (and robot_state_publisher, RViz) next to a robot.
 
-Examples (the bundled ik7 arm; another bundled arm; your own robot):
+Examples (the bundled ik7 arm; another bundled arm; your own robot; a second arm in a namespace):
 ros2 launch ik_solver ik_solver.launch.py
 ros2 launch ik_solver ik_solver.launch.py robot:=ik6
 ros2 launch ik_solver ik_solver.launch.py urdf_file:=/path/arm.urdf.xacro config:=/path/params.yaml
+ros2 launch ik_solver ik_solver.launch.py namespace:=right xacro_args:='prefix:=right_' tip_link:=right_tool0
+
+Precedence (ik_solver.tools.launcher.ik_node_setup): the node's defaults, then the
+parameter file (config:=, else the bundled robot's; none for urdf_file:= alone),
+then only the launch arguments you gave.  When one started process exits, the
+others are stopped too.
 """
+from ik_solver.tools.launcher import flag, IK_LAUNCH_ARGUMENTS, ik_node_setup, stop_all_on_exit, TRUE
+from ik_solver.tools.resources import package_available
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.conditions import IfCondition
+from launch.actions import DeclareLaunchArgument, GroupAction, LogInfo, OpaqueFunction
 from launch.substitutions import Command, FindExecutable, LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-ARGUMENTS = (
-    ('robot', 'ik7', 'Bundled arm (ik7, ik6, planar3); used when urdf_file is empty'),
-    ('urdf_file', '', 'URDF or xacro file of your robot'),
-    ('config', '', 'Parameter file; empty: config/<robot>.yaml of this package'),
-    ('base_link', 'base_link', 'Root link of the IK chain'),
-    ('tip_link', 'tool0', 'Tip link of the IK chain'),
-    ('namespace', '', 'Namespace of the nodes'),
-    ('use_sim_time', 'false', 'Use /clock (simulators)'),
-    ('start_robot_state_publisher', 'true', 'Also start robot_state_publisher with the same description'),
-)
 
-
-def robot_files(context):
-    """Return the (URDF/xacro path, parameter file) the arguments choose."""
-    share = FindPackageShare('ik_solver').perform(context)
-    robot = LaunchConfiguration('robot').perform(context)
-    bundled = {'ik7': 'ik7.urdf.xacro', 'ik6': 'ik6.urdf.xacro', 'planar3': 'planar3.urdf'}
-    urdf = LaunchConfiguration('urdf_file').perform(context) or f'{share}/urdf/{bundled[robot]}'
-    config = LaunchConfiguration('config').perform(context) or f'{share}/config/{robot}.yaml'
-    return urdf, config
-
-
-def robot_description(urdf):
+def robot_description(urdf, xacro_args):
     """Return the expanded URDF as a string parameter (xacro passes plain URDF through)."""
-    return ParameterValue(Command([FindExecutable(name='xacro'), ' ', urdf]), value_type=str)
+    command = [FindExecutable(name='xacro'), ' ', urdf] + [' ' + arg for arg in xacro_args]
+    return ParameterValue(Command(command), value_type=str)
+
+
+def optional_node(name, wanted, package, make_node):
+    """[node] if ``wanted`` ('auto', 'true', 'false') and ``package`` is installed; else a log line."""
+    if wanted == 'false':
+        return []
+    if package_available(package):
+        return [make_node()]
+    if wanted == 'true' and name == 'robot_state_publisher':
+        return [make_node()]  # asked for explicitly: let launch say what is missing
+    return [LogInfo(msg=f'{package} is not installed: {name} not started ({name}:={wanted})')]
 
 
 def launch_setup(context):
-    urdf, config = robot_files(context)
-    description = robot_description(urdf)
-    use_sim_time = LaunchConfiguration('use_sim_time')
-    return [
-        PushRosNamespace(LaunchConfiguration('namespace')),
-        Node(package='robot_state_publisher', executable='robot_state_publisher', output='screen',
-             parameters=[{'robot_description': description, 'use_sim_time': use_sim_time}],
-             condition=IfCondition(LaunchConfiguration('start_robot_state_publisher'))),
-        Node(package='ik_solver', executable='ik_solver_node', name='ik_solver', output='screen',
-             parameters=[config, {'robot_description': description,
-                                  'base_link': LaunchConfiguration('base_link'),
-                                  'tip_link': LaunchConfiguration('tip_link'),
-                                  'use_sim_time': use_sim_time}]),
-    ]
+    given = {name: LaunchConfiguration(name).perform(context) for name, _ in IK_LAUNCH_ARGUMENTS}
+    share = FindPackageShare('ik_solver').perform(context)
+    setup = ik_node_setup(given, share, robot_description)
+    description = setup.parameters[-1].get('robot_description') if setup.urdf else None
+    rsp_wanted = flag('start_robot_state_publisher', given['start_robot_state_publisher'] or 'auto',
+                      ('auto', 'true', 'false'))
+    rviz_wanted = flag('rviz', given['rviz'] or 'false', ('true', 'false'))
+    sim_time = [{'use_sim_time': flag('use_sim_time', given['use_sim_time']) in TRUE}] if given['use_sim_time'] else []
+    nodes = [Node(package='ik_solver', executable='ik_solver_node', name='ik_solver', output='screen',
+                  parameters=setup.parameters, remappings=setup.remappings)]
+    if description is not None:
+        nodes += optional_node('robot_state_publisher', rsp_wanted, 'robot_state_publisher', lambda: Node(
+            package='robot_state_publisher', executable='robot_state_publisher', output='screen',
+            parameters=[{'robot_description': description}] + sim_time))
+    nodes += optional_node('rviz', 'auto' if rviz_wanted == 'true' else 'false', 'rviz2', lambda: Node(
+        package='rviz2', executable='rviz2', output='log', arguments=['-d', f'{share}/config/ik_solver.rviz'],
+        parameters=sim_time))
+    processes = [n for n in nodes if isinstance(n, Node)]
+    return [GroupAction([PushRosNamespace(given['namespace']), *nodes]), stop_all_on_exit(processes)]
 
 
 def generate_launch_description():
-    return LaunchDescription([DeclareLaunchArgument(name, default_value=default, description=text)
-                              for name, default, text in ARGUMENTS] + [OpaqueFunction(function=launch_setup)])
+    return LaunchDescription([DeclareLaunchArgument(name, default_value='', description=text)
+                              for name, text in IK_LAUNCH_ARGUMENTS] + [OpaqueFunction(function=launch_setup)])

@@ -1,43 +1,194 @@
-"""Launch files: their structure everywhere, and a real launch where launch_testing exists."""
+"""Launch files: the parameter precedence they build, as a plain function and through launch_ros where installed.
+
+The node's parameters come from a list: the parameter file first, then a dict
+of the launch arguments the user gave; launch_ros (like rcl) lets a later entry
+win.  ``merged`` applies that rule to the list independently of the package, so
+these tests check what the node would finally see.
+"""
 import ast
 import pathlib
 
+from ik_solver.tools.launcher import IK_LAUNCH_ARGUMENTS, ik_node_setup, NodeSetup, stop_all_on_exit
 import pytest
+import yaml
 
-LAUNCH_DIR = pathlib.Path(__file__).resolve().parents[1] / 'launch'
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+LAUNCH_DIR = ROOT / 'launch'
+SHARE = str(ROOT)
+NAMES = {name for name, _ in IK_LAUNCH_ARGUMENTS}
+PANDA_CONFIG = """
+/**/ik_solver:
+  ros__parameters:
+    base_link: panda_link0
+    tip_link: panda_hand
+    timeout: 0.02
+"""
 
 
-def declared_arguments(path):
-    """Names given to DeclareLaunchArgument (directly or through the ARGUMENTS table)."""
+def describe(urdf, xacro_args):
+    return f'xacro {urdf} {" ".join(xacro_args)}'.strip()
+
+
+def merged(parameters, node='/ik_solver'):
+    """Return the parameters the node ends with: files (its wildcard section) then dicts, later entries winning."""
+    values = {}
+    for entry in parameters:
+        if isinstance(entry, dict):
+            values.update(entry)
+            continue
+        document = yaml.safe_load(pathlib.Path(entry).read_text())
+        for key in ('/**', '/**/ik_solver', node, node.lstrip('/')):
+            values.update(flatten(document.get(key, {}).get('ros__parameters', {})))
+    return values
+
+
+def flatten(tree, prefix=''):
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(flatten(value, f'{prefix}{key}.'))
+        else:
+            out[f'{prefix}{key}'] = value
+    return out
+
+
+@pytest.fixture
+def panda_config(tmp_path):
+    path = tmp_path / 'panda.yaml'
+    path.write_text(PANDA_CONFIG)
+    return str(path)
+
+
+def test_default_is_the_bundled_ik7_with_its_config_and_nothing_else():
+    setup = ik_node_setup({}, SHARE, describe)
+    assert setup.urdf == f'{SHARE}/urdf/ik7.urdf.xacro'
+    assert setup.parameters == [f'{SHARE}/config/ik7.yaml', {'robot_description': describe(setup.urdf, [])}]
+    values = merged(setup.parameters)
+    assert values['base_link'] == 'base_link' and values['tip_link'] == 'tool0'  # from ik7.yaml, not launch
+
+
+def test_user_config_wins_over_every_launch_default(panda_config):
+    setup = ik_node_setup({'urdf_file': '/robots/panda.urdf.xacro', 'config': panda_config, 'base_link': '',
+                           'tip_link': '', 'namespace': '', 'use_sim_time': ''}, SHARE, describe)
+    values = merged(setup.parameters)
+    assert (values['base_link'], values['tip_link'], values['timeout']) == ('panda_link0', 'panda_hand', 0.02)
+    assert values['robot_description'] == 'xacro /robots/panda.urdf.xacro'
+    assert set(setup.parameters[-1]) == {'robot_description'}  # no launch default leaks in
+
+
+def test_only_given_launch_arguments_override_the_config(panda_config):
+    setup = ik_node_setup({'urdf_file': '/robots/panda.urdf', 'config': panda_config, 'tip_link': 'panda_link8',
+                           'use_sim_time': 'True', 'joint_states_topic': '/franka/joint_states'}, SHARE, describe)
+    values = merged(setup.parameters)
+    assert (values['base_link'], values['tip_link']) == ('panda_link0', 'panda_link8')
+    assert values['use_sim_time'] is True and values['joint_states_topic'] == '/franka/joint_states'
+    assert values['timeout'] == 0.02
+
+
+def test_urdf_file_without_config_keeps_the_nodes_generic_defaults():
+    setup = ik_node_setup({'urdf_file': '/robots/arm.urdf'}, SHARE, describe)
+    assert setup.parameters == [{'robot_description': 'xacro /robots/arm.urdf'}]  # no ik7.yaml for a foreign robot
+    assert not any(isinstance(p, str) for p in setup.parameters)
+
+
+def test_xacro_arguments_reach_xacro_and_the_node():
+    setup = ik_node_setup({'robot': 'ik6', 'xacro_args': ' prefix:=right_  use_gripper:=false '}, SHARE, describe)
+    assert setup.xacro_args == ['prefix:=right_', 'use_gripper:=false']
+    values = merged(setup.parameters)
+    assert values['xacro_args'] == ['prefix:=right_', 'use_gripper:=false']
+    assert values['robot_description'] == f'xacro {SHARE}/urdf/ik6.urdf.xacro prefix:=right_ use_gripper:=false'
+
+
+def test_every_topic_is_a_launch_argument():
+    given = {'joint_states_topic': 'arm/joint_states', 'controller_name': 'arm_controller',
+             'trajectory_topic': 'arm_controller/joint_trajectory', 'robot_description_topic': 'arm/robot_description',
+             'target_topic': 'goal', 'status_topic': 'ik_status', 'markers_topic': 'ik_markers'}
+    setup = ik_node_setup(given, SHARE, describe)
+    values = merged(setup.parameters)
+    for name in ('joint_states_topic', 'controller_name', 'trajectory_topic', 'robot_description_topic'):
+        assert values[name] == given[name]
+    assert sorted(setup.remappings) == [('~/markers', 'ik_markers'), ('~/status', 'ik_status'),
+                                        ('~/target_pose', 'goal')]
+
+
+def test_robot_none_reads_the_topic_and_bad_combinations_are_refused():
+    setup = ik_node_setup({'robot': 'none'}, SHARE, describe)
+    assert setup == NodeSetup('', [], [], [])
+    with pytest.raises(ValueError, match='not both'):
+        ik_node_setup({'robot': 'ik6', 'urdf_file': '/a.urdf'}, SHARE)
+    with pytest.raises(ValueError, match='unknown robot:=panda'):
+        ik_node_setup({'robot': 'panda'}, SHARE)
+    with pytest.raises(ValueError, match='use_sim_time'):
+        ik_node_setup({'use_sim_time': 'maybe'}, SHARE)
+
+
+def declared(path):
+    """Names a launch file declares: DeclareLaunchArgument('name', ...) or the IK_LAUNCH_ARGUMENTS table."""
     tree = ast.parse(path.read_text())
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, 'id', '') == 'DeclareLaunchArgument':
-            if node.args and isinstance(node.args[0], ast.Constant):
-                names.add(node.args[0].value)
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], 'id', '') == 'ARGUMENTS':
-            names |= {elt.elts[0].value for elt in node.value.elts}
-    return names, {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    names = {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and getattr(node.func, 'id', '') == 'DeclareLaunchArgument' and node.args
+             and isinstance(node.args[0], ast.Constant)}
+    uses_table = any(isinstance(node, ast.Name) and node.id == 'IK_LAUNCH_ARGUMENTS' for node in ast.walk(tree))
+    return names | (NAMES if uses_table else set())
 
 
-def test_ik_solver_launch_declares_its_arguments():
-    names, functions = declared_arguments(LAUNCH_DIR / 'ik_solver.launch.py')
-    assert {'robot', 'urdf_file', 'config', 'base_link', 'tip_link', 'namespace', 'use_sim_time'} <= names
-    assert 'generate_launch_description' in functions
+def test_launch_files_declare_their_arguments():
+    assert {'robot', 'urdf_file', 'config', 'xacro_args', 'namespace', 'rviz', 'joint_states_topic'} <= \
+        declared(LAUNCH_DIR / 'ik_solver.launch.py')
+    assert {'kinematic', 'output_dir', 'start_robot_state_publisher', 'rviz'} <= declared(LAUNCH_DIR / 'demo.launch.py')
 
 
-def test_demo_launch_declares_its_arguments():
-    names, functions = declared_arguments(LAUNCH_DIR / 'demo.launch.py')
-    assert {'kinematic', 'output_dir'} <= names and 'generate_launch_description' in functions
+# -- with launch and launch_ros (a ROS 2 install; not on PyPI) ----------------------------------------------------
+
+def launch_entities(name, arguments):
+    """Run a launch file's description in a LaunchContext with ``arguments``; return the actions it makes."""
+    from launch import LaunchContext
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+    from launch.launch_description_sources import PythonLaunchDescriptionSource
+    context = LaunchContext()
+    context.launch_configurations.update(arguments)
+    description = PythonLaunchDescriptionSource(str(LAUNCH_DIR / name)).get_launch_description(context)
+    entities = []
+    for entity in description.entities:
+        if isinstance(entity, DeclareLaunchArgument):
+            context.launch_configurations.setdefault(entity.name, entity.default_value[0].text
+                                                     if entity.default_value else '')
+        elif isinstance(entity, OpaqueFunction):
+            entities += entity.execute(context) or []
+        else:
+            entities.append(entity)
+    return context, entities
+
+
+def ik_node_parameters(context, entities):
+    """Return the IK node's parameter list after launch_ros's substitutions (files and dicts), and the nodes."""
+    from launch.actions import GroupAction
+    from launch_ros.actions import Node
+    from launch_ros.utilities import evaluate_parameters
+    nodes = [a for g in entities if isinstance(g, GroupAction) for a in g.get_sub_entities() if isinstance(a, Node)]
+    node = next(n for n in nodes if n.node_executable == 'ik_solver_node')
+    evaluated = evaluate_parameters(context, node._Node__parameters)
+    return [str(p) if isinstance(p, pathlib.PurePath) else p for p in evaluated], nodes
+
+
+def test_precedence_through_launch_ros(panda_config, tmp_path):
+    pytest.importorskip('launch_ros', reason='launch_ros is not installed (not on PyPI); needs a ROS 2 install')
+    urdf = tmp_path / 'two.urdf'
+    urdf.write_text('<robot name="two"><link name="panda_link0"/><link name="panda_hand"/></robot>')
+    context, entities = launch_entities('ik_solver.launch.py', {'urdf_file': str(urdf), 'config': panda_config,
+                                                                'tip_link': 'panda_link8', 'namespace': 'left',
+                                                                'start_robot_state_publisher': 'false'})
+    parameters, nodes = ik_node_parameters(context, entities)
+    values = merged(parameters)
+    assert (values['base_link'], values['tip_link'], values['timeout']) == ('panda_link0', 'panda_link8', 0.02)
+    assert '<robot name="two">' in values['robot_description']  # xacro ran on the user's file
+    assert [n.node_executable for n in nodes] == ['ik_solver_node']  # robot_state_publisher off
 
 
 def test_launch_files_describe_without_errors():
     pytest.importorskip('launch_ros', reason='launch_ros is not installed (not on PyPI); needs a ROS 2 install')
-    from launch import LaunchContext
-    from launch.actions import DeclareLaunchArgument
-    from launch.launch_description_sources import PythonLaunchDescriptionSource
+    from launch.actions import RegisterEventHandler
     for name in ('ik_solver.launch.py', 'demo.launch.py'):
-        source = PythonLaunchDescriptionSource(str(LAUNCH_DIR / name))
-        description = source.get_launch_description(LaunchContext())
-        declared = {e.name for e in description.entities if isinstance(e, DeclareLaunchArgument)}
-        assert declared == declared_arguments(LAUNCH_DIR / name)[0]
+        _, entities = launch_entities(name, {})
+        assert any(isinstance(e, RegisterEventHandler) for e in entities), name  # one exit stops all
+    assert stop_all_on_exit([]) is not None

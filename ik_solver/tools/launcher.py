@@ -1,13 +1,17 @@
-"""Start and stop the package's nodes as child processes (demo, tests, benchmarks).
+"""Start and stop the package's nodes as child processes (demo, tests, benchmarks), and what launch files pass.
 
 Where ``ros2 launch`` exists, launch/*.launch.py starts the same set; this
-module lets everything run with rclpy alone.
+module lets everything run with rclpy alone.  ``ik_node_setup`` is the launch
+file's choice of parameters as a plain function, so that its precedence is
+testable without launch: the user's ``config:=`` file first, then only the
+launch arguments the user actually gave (an empty value means "not given").
 """
+from dataclasses import dataclass, field
 import signal
 import subprocess
 import sys
 
-from .resources import local_ros_env
+from .resources import BUNDLED_ARMS, local_ros_env
 
 
 class NodeProcess:
@@ -53,3 +57,101 @@ def node_args(config, params):
             value = 'true' if value else 'false'
         args += ['-p', f'{name}:={value}']
     return args
+
+
+#: Launch arguments of ik_solver.launch.py: (name, description); all default to '' = not given.
+IK_LAUNCH_ARGUMENTS = (
+    ('robot', 'Bundled arm: ik7, ik6 or planar3 (default ik7 unless urdf_file is given); '
+              "'none': no description from launch, the node reads the robot_description topic"),
+    ('urdf_file', 'URDF or xacro file of your robot; without config the node keeps its generic defaults'),
+    ('xacro_args', "xacro arguments 'name:=value ...', passed to xacro and to the node, e.g. 'prefix:=right_'"),
+    ('config', "Parameter file (wins over the bundled robot's; launch arguments below override it)"),
+    ('namespace', 'Namespace of the nodes, e.g. left (relative topics then live under it)'),
+    ('base_link', 'Root link of the IK chain (default: config, else base_link)'),
+    ('tip_link', 'Tip link of the IK chain (default: config, else tool0)'),
+    ('use_sim_time', 'true: use /clock (simulators)'),
+    ('joint_states_topic', 'sensor_msgs/JointState input (default joint_states)'),
+    ('controller_name', 'joint_trajectory_controller that executes moves'),
+    ('trajectory_topic', 'JointTrajectory topic (default <controller_name>/joint_trajectory)'),
+    ('robot_description_topic', 'Latched URDF topic read when no description is given (robot:=none)'),
+    ('target_topic', 'PoseStamped targets (default ~/target_pose), remapped'),
+    ('status_topic', 'SolveStatus outcomes (default ~/status), remapped'),
+    ('markers_topic', 'RViz MarkerArray (default ~/markers), remapped'),
+    ('start_robot_state_publisher', 'auto (default: if installed and a description is given), true or false'),
+    ('rviz', 'true: also start rviz2 with config/ik_solver.rviz (skipped with a message if rviz2 is missing)'),
+)
+
+#: Launch arguments that set a node parameter of the same name when given.
+PARAMETER_ARGUMENTS = ('base_link', 'tip_link', 'joint_states_topic', 'controller_name', 'trajectory_topic',
+                       'robot_description_topic')
+#: Launch arguments that remap one of the node's own (private) topics when given.
+REMAP_ARGUMENTS = {'target_topic': '~/target_pose', 'status_topic': '~/status', 'markers_topic': '~/markers'}
+TRUE, FALSE = ('true', '1', 'yes', 'on'), ('false', '0', 'no', 'off')
+
+
+@dataclass
+class NodeSetup:
+    """What ik_solver.launch.py passes to the IK node: the model file, parameters (in order) and remappings."""
+
+    urdf: str = ''                                      # file to expand with xacro ('' : none)
+    xacro_args: list = field(default_factory=list)      # ['name:=value', ...]
+    parameters: list = field(default_factory=list)      # [config file path?, {given overrides}]
+    remappings: list = field(default_factory=list)      # [(from, to)]
+
+
+def flag(name, value, allowed=TRUE + FALSE):
+    """Return a launch argument's boolean text in lower case; ValueError naming the argument otherwise."""
+    text = value.strip().lower()
+    if text not in allowed:
+        raise ValueError(f"launch argument {name}:='{value}' must be one of {', '.join(allowed)}")
+    return text
+
+
+def ik_node_setup(given, share, describe=None):
+    """Return the NodeSetup of the IK node for the launch arguments ``given`` ({name: text}, '' = not given).
+
+    ``share``: the package's share directory; ``describe(urdf, xacro_args)``: what
+    the launch file passes as the ``robot_description`` parameter when a URDF is
+    chosen (the xacro command).  Precedence, lowest first: the node's own defaults,
+    the parameter file (the user's ``config``, else the bundled robot's; none
+    for a user's ``urdf_file``), then each launch argument the user gave.
+    """
+    given = {name: given.get(name, '').strip() for name, _ in IK_LAUNCH_ARGUMENTS}
+    robot, urdf = given['robot'], given['urdf_file']
+    if robot and urdf:
+        raise ValueError(f'give robot:= or urdf_file:=, not both (robot:={robot}, urdf_file:={urdf})')
+    if not urdf and robot != 'none':
+        robot = robot or 'ik7'
+        if robot not in BUNDLED_ARMS:
+            raise ValueError(f"unknown robot:={robot}; bundled: {', '.join(BUNDLED_ARMS)}, or none")
+        bundled_urdf, bundled_config = BUNDLED_ARMS[robot]
+        urdf = f'{share}/{bundled_urdf}'
+        config = given['config'] or f'{share}/{bundled_config}'
+    else:
+        config = given['config']
+    overrides = {name: given[name] for name in PARAMETER_ARGUMENTS if given[name]}
+    if given['use_sim_time']:
+        overrides['use_sim_time'] = flag('use_sim_time', given['use_sim_time']) in TRUE
+    xacro_args = given['xacro_args'].split()
+    if xacro_args:
+        overrides['xacro_args'] = xacro_args
+    if urdf and describe is not None:
+        overrides['robot_description'] = describe(urdf, xacro_args)
+    remappings = [(REMAP_ARGUMENTS[name], given[name]) for name in REMAP_ARGUMENTS if given[name]]
+    parameters = ([config] if config else []) + ([overrides] if overrides else [])
+    return NodeSetup(urdf, xacro_args, parameters, remappings)
+
+
+def stop_all_on_exit(actions):
+    """Return a launch event handler that stops the whole launch when one of ``actions`` exits.
+
+    It logs the process and its exit code first.  (launch is imported here: it is
+    not on PyPI, and this module must import without it.)
+    """
+    from launch.actions import LogInfo, RegisterEventHandler, Shutdown
+    from launch.event_handlers import OnProcessExit
+
+    def on_exit(event, context):
+        return [LogInfo(msg=f'{event.action.name} exited with code {event.returncode}: stopping the others'),
+                Shutdown(reason=f'{event.action.name} exited')]
+    return RegisterEventHandler(OnProcessExit(target_action=lambda action: action in actions, on_exit=on_exit))

@@ -1,9 +1,17 @@
-"""Where the bundled URDFs and configs are: the installed share directory, else the source tree."""
+"""Where things are and which ROS graph to join: bundled files, installed packages, a private ROS domain.
+
+The bundled URDFs and configs come from the installed share directory, else
+the source tree.  The demo and the tests run on a ROS domain of their own
+unless the user set ``ROS_DOMAIN_ID``: on a machine with a real robot on
+domain 0 they must never subscribe to its ``/joint_states`` or command its
+controller.
+"""
 import os
 import pathlib
 
 
 def share_path(*parts):
+    """Path of a bundled file: installed share directory first, else the source tree."""
     try:
         from ament_index_python.packages import get_package_share_directory
         base = pathlib.Path(get_package_share_directory('ik_solver'))
@@ -31,9 +39,49 @@ def arm_files(name):
     return share_path(urdf), share_path(config)
 
 
+#: Private domains are picked from 1..101: domain 0 is the default every robot uses, and above 101
+#: the DDS ports of a domain can collide with Linux's ephemeral ports.
+PRIVATE_DOMAINS = range(1, 102)
+
+
+def private_ros_domain(environ=None):
+    """Ensure ``environ`` (default: this process's) has ROS_DOMAIN_ID, picking a private one if unset.
+
+    Returns (domain id as text, True if it was picked here).  A picked domain
+    also keeps discovery on this host (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST).
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get('ROS_DOMAIN_ID', '').strip():
+        return environ['ROS_DOMAIN_ID'], False
+    environ['ROS_DOMAIN_ID'] = str(PRIVATE_DOMAINS[os.getpid() % len(PRIVATE_DOMAINS)])
+    environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    return environ['ROS_DOMAIN_ID'], True
+
+
 def local_ros_env(env=None):
-    """Environment for child ROS processes: discovery kept on this host."""
-    env = dict(os.environ if env is None else env)
+    """Environment for child ROS processes: discovery kept on this host, on a private domain unless one is set.
+
+    Without ``env`` the private domain is also set in this process's environment,
+    so that this process (initialised after this call) and its children share it.
+    """
+    if env is None:
+        private_ros_domain()
+        env = os.environ
+    env = dict(env)
+    private_ros_domain(env)
     env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     env.setdefault('PYTHONUNBUFFERED', '1')
     return env
+
+
+def package_available(name):
+    """Whether ROS package ``name`` is installed (ament index); False where ament_index_python is missing."""
+    try:
+        from ament_index_python.packages import get_package_prefix, PackageNotFoundError
+    except ImportError:
+        return False
+    try:
+        get_package_prefix(name)
+    except PackageNotFoundError:
+        return False
+    return True
