@@ -1,4 +1,4 @@
-"""SIGINT, SIGTERM or SIGHUP to a whole process group ends every node with exit 0 and no traceback.
+"""SIGINT, SIGTERM or SIGHUP to a whole process group ends every node (and the demo) with exit 0, no traceback.
 
 Real processes: the demo's two nodes (sim_arm_node and ik_solver_node) are
 started in one new process group, as a launch or a CI runner would, and the
@@ -6,6 +6,7 @@ signal goes to the group twice, as a process group with ``ros2 launch`` in it
 gets it (once from the sender, once forwarded by launch).  Also the signal handler itself, in-process.
 """
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -72,6 +73,52 @@ def test_signal_to_the_process_group_ends_every_node_cleanly(observer, signum):
     for module, text in outputs.items():
         assert 'Traceback' not in text, text
         assert 'KeyboardInterrupt' not in text, text
+
+
+def processes_on_domain(domain):
+    """Pids of this package's processes whose environment has ROS_DOMAIN_ID=domain (read from /proc)."""
+    found = []
+    for proc in pathlib.Path('/proc').iterdir():
+        try:
+            environ = (proc / 'environ').read_bytes().split(b'\0')
+            cmdline = (proc / 'cmdline').read_bytes()
+        except (OSError, ValueError):
+            continue
+        if f'ROS_DOMAIN_ID={domain}'.encode() in environ and b'ik_solver' in cmdline:
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_demo_stops_its_nodes_and_exits_0_on_a_group_signal(tmp_path, signum):
+    domain = str(150 + os.getpid() % 50 + signum)
+    env = local_ros_env({**os.environ, 'ROS_DOMAIN_ID': domain})
+    log = open(tmp_path / 'demo.log', 'w')
+    demo = subprocess.Popen([sys.executable, '-m', 'ik_solver.tools.demo', '--kinematic', '--output-dir',
+                             str(tmp_path)], stdout=log, stderr=subprocess.STDOUT, env=env, process_group=0)
+    try:
+        deadline = time.monotonic() + 120.0
+        while 'sending targets' not in (tmp_path / 'demo.log').read_text() and time.monotonic() < deadline:
+            assert demo.poll() is None, (tmp_path / 'demo.log').read_text()
+            time.sleep(0.2)
+        os.killpg(demo.pid, signum)
+        time.sleep(0.05)
+        os.killpg(demo.pid, signum)
+        code = demo.wait(30.0)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    output = (tmp_path / 'demo.log').read_text()
+    assert code == 0 and 'Traceback' not in output, output
+    assert 'stopping the nodes' in output
+    assert poll_until(lambda: not processes_on_domain(domain), 10.0), processes_on_domain(domain)
+
+
+def poll_until(predicate, timeout):
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return predicate()
 
 
 def test_first_signal_requests_shutdown_later_ones_are_ignored():

@@ -7,6 +7,7 @@ target near the joint limits, an unreachable one) and streams a circle at
 """
 import argparse
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -17,9 +18,10 @@ from rclpy.signals import SignalHandlerOptions
 
 from .launcher import node_args, NodeProcess
 from .observer import ArmObserver
-from .resources import arm_files
+from .resources import arm_files, private_ros_domain
 from ..core.chain import load_chain
 from ..core.transforms import make_pose, pose_error
+from ..ros.spin import ShutdownRequested, ShutdownSignals
 
 DOWN = [1.0, 0.0, 0.0, 0.0]  # tool z pointing down (180 deg about x)
 FORWARD = [0.0, 0.7071067811865476, 0.0, 0.7071067811865476]  # tool z along +x
@@ -182,11 +184,15 @@ def main(argv=None):
     parser.add_argument('--attach', action='store_true', help='use running nodes instead of starting them')
     args, _ = parser.parse_known_args(argv)  # ros2 launch appends --ros-args
     started = time.monotonic()
-    # Without rclpy's signal handlers Ctrl-C is a KeyboardInterrupt here, so the
-    # cleanup below runs with a valid context.
+    # SIGINT, SIGTERM or SIGHUP raise ShutdownRequested here (no rclpy signal handlers), so the
+    # cleanup below runs with a valid context and the demo exits 0; later signals are ignored.
+    signals = ShutdownSignals(raising=True)
+    if not args.attach:  # under launch the domain is the launch file's choice
+        domain, picked = private_ros_domain()
+        print(f'ROS_DOMAIN_ID={domain}' + (' (private; set ROS_DOMAIN_ID to choose)' if picked else ''))
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     demo = Demo('ik7', args.output_dir, args.kinematic, args.attach)
-    ok = False
+    ok = interrupted = False
     try:
         demo.start()
         print(f'ik7 arm ready after {time.monotonic() - started:.1f} s; sending targets')
@@ -196,14 +202,16 @@ def main(argv=None):
         print(f'\nfigure written to {os.path.abspath(demo.figure())}')
         ok = demo.expectations_met()
         print(f'demo {"passed" if ok else "FAILED"} in {time.monotonic() - started:.1f} s')
-    except KeyboardInterrupt:
-        print('\ninterrupted: stopping the nodes')
+    except ShutdownRequested as stop:
+        interrupted = True
+        print(f'\n{signal.Signals(stop.signum).name}: stopping the nodes', flush=True)
     finally:
+        signals.raising = False
         demo.stop()  # the child processes first: they must not outlive the demo
         if hasattr(demo, 'observer'):
             demo.observer.close()
         rclpy.try_shutdown()
-    return 0 if ok else 1
+    return 0 if ok or interrupted else 1
 
 
 if __name__ == '__main__':
