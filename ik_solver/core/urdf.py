@@ -18,7 +18,10 @@ a ``ModelError`` naming the joint or link.
 """
 from contextlib import redirect_stderr
 import io
+import json
 import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -40,6 +43,11 @@ MAX_MAGNITUDE = 1e4
 #: Longest robot description accepted (characters), so that parsing stays well under a second.
 MAX_DESCRIPTION_CHARS = 16 * 2 ** 20
 MIN_AXIS_NORM = 1e-9
+#: xacro evaluates Python expressions (``${9**9**9}`` never ends), so it runs in a child process, killed
+#: after this many seconds, with this much address space.  A plain URDF (what robot_state_publisher
+#: publishes) is parsed in-process, well within a second.
+XACRO_TIMEOUT = 5.0
+XACRO_MEMORY = 2 ** 30
 
 
 def load_robot_description(source, xacro_args=None):
@@ -256,21 +264,50 @@ def _checked_size(text, what):
 
 
 def _run_xacro(path, mappings):
-    import xacro
-    try:
-        doc = xacro.process_file(path, mappings=mappings)
-    except Exception as exc:  # xacro raises XacroException, expat and evaluation errors alike
-        raise URDFParseError(f'xacro failed on {path}: {exc}') from None
-    return doc.toprettyxml(indent='  ')
+    return _xacro_child({'path': path, 'text': None, 'mappings': mappings}, path)
 
 
 def _run_xacro_text(text, mappings):
-    """Expand xacro text in memory; relative includes resolve against the working directory."""
-    import xacro
+    """Expand xacro text; relative includes resolve against the working directory."""
+    return _xacro_child({'path': None, 'text': text, 'mappings': mappings}, 'the robot description text')
+
+
+def _xacro_child(request, what):
+    """Run xacro in a child process bounded in time and memory: its ``${...}`` are Python expressions."""
+    command = [sys.executable, '-c', _XACRO_CHILD, str(XACRO_MEMORY), str(MAX_DESCRIPTION_CHARS), _ERROR_MARK]
     try:
+        done = subprocess.run(command, input=json.dumps(request), capture_output=True, text=True,
+                              timeout=XACRO_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise URDFParseError(f'xacro did not finish within {XACRO_TIMEOUT:g} s on {what}') from None
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or [f'exit code {done.returncode}']
+        errors = [line[len(_ERROR_MARK):] for line in lines if line.startswith(_ERROR_MARK)]
+        raise URDFParseError(f'xacro failed on {what}: {(errors or lines)[-1]}')
+    return done.stdout
+
+
+_ERROR_MARK = 'xacro-error: '
+#: The child: bound its memory, expand, print the URDF, or print one marked error line.
+_XACRO_CHILD = """
+import json, resource, sys
+memory, max_chars, mark = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+request = json.loads(sys.stdin.read())
+try:
+    import xacro
+    if request['path'] is not None:
+        doc = xacro.process_file(request['path'], mappings=request['mappings'])
+    else:
         xacro.init_stacks(None)
-        doc = xacro.parse(text)
-        xacro.process_doc(doc, mappings=mappings)
-    except Exception as exc:  # as in _run_xacro
-        raise URDFParseError(f'xacro failed on the robot description text: {exc}') from None
-    return doc.toprettyxml(indent='  ')
+        doc = xacro.parse(request['text'])
+        xacro.process_doc(doc, mappings=request['mappings'])
+    text = doc.toprettyxml(indent='  ')
+    if len(text) > max_chars:
+        raise ValueError(f'output is longer than {max_chars} characters')
+except BaseException as exc:
+    message = ' '.join(str(exc).split()) or type(exc).__name__
+    sys.stderr.write('\\n' + mark + message + '\\n')
+    sys.exit(1)
+sys.stdout.write(text)
+"""
