@@ -1,4 +1,5 @@
 """RViz markers of an outcome: triads, the arm's line strip through the link origins, the failure text."""
+import pathlib
 from types import SimpleNamespace
 
 from ik_solver.core.chain import load_chain
@@ -7,6 +8,7 @@ from ik_solver.ros.outcome import Outcome
 from ik_solver.tools.resources import arm_files
 import numpy as np
 import pytest
+import yaml
 
 pytest.importorskip('visualization_msgs.msg', reason='visualization_msgs is not installed')
 from ik_solver.ros.markers import arm_points, MarkerPublisher, outcome_markers  # noqa: E402, I100
@@ -120,3 +122,13 @@ def test_publisher_skips_controller_events_and_results_of_another_model(planar3)
     node.model = None
     publisher.on_outcome(Outcome('topic', 'success', target=np.eye(4)))
     assert len(node.published) == 1
+
+
+def test_rviz_config_shows_the_nodes_markers_and_robot():
+    config = yaml.safe_load((pathlib.Path(__file__).resolve().parents[1] / 'config' / 'ik_solver.rviz').read_text())
+    displays = {d['Class']: d for d in config['Visualization Manager']['Displays']}
+    markers = displays['rviz_default_plugins/MarkerArray']
+    assert markers['Topic']['Value'] == '/ik_solver/markers'  # ~/markers of the node named ik_solver
+    assert set(markers['Namespaces']) == {'target', 'reached', 'arm', 'reason'}  # what outcome_markers draws
+    assert displays['rviz_default_plugins/RobotModel']['Description Topic']['Value'] == '/robot_description'
+    assert config['Visualization Manager']['Global Options']['Fixed Frame'] == 'base_link'
