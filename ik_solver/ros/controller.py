@@ -1,0 +1,222 @@
+"""The IK node's one line to a joint_trajectory_controller: commands out, the controller's own state in.
+
+Why: a move must start from where the controller *is* — the setpoint it tracks (its ``reference``,
+with velocity and acceleration) — not from joint_states or from what we last sent, and the node must
+learn what became of each command.  joint_trajectory_controller offers both only through control_msgs
+(not on PyPI): ``<controller_name>/controller_state`` (JointTrajectoryControllerState) and the
+``<controller_name>/follow_joint_trajectory`` action (FollowJointTrajectory, with a result code).
+Where control_msgs is missing, the topic interface still works, ``reference()`` returns None and the
+node falls back to its other sources; the action interface is refused at construction with the reason.
+
+Command interfaces:
+
+- ``'topic'``: publish the JointTrajectory on ``trajectory_topic`` (the controller replaces what it
+  runs); event ``sent``.  Fire and forget: the controller reports nothing back on this path.
+- ``'action'``: send a FollowJointTrajectory goal.  Events: ``sent``; ``accepted`` or ``rejected``;
+  then ``succeeded``, ``aborted`` or ``canceled`` with the result's error_code and error_string.  A goal
+  replaced by a newer one ends as ``preempted``.  The previous goal is canceled only once the newer one
+  is accepted: joint_trajectory_controller preempts on acceptance itself, and a cancel sent earlier
+  would make it hold position between the two goals.  A rejected goal leaves the running one alone.
+
+``on_event(execution, error_code, message)`` is called from executor threads; ``error_code`` is
+control_msgs' (0 = SUCCESSFUL; ``REJECTED_CODE`` for a rejected goal or an absent server).
+"""
+import threading
+import time
+
+import numpy as np
+from rclpy.action import ActionClient
+from trajectory_msgs.msg import JointTrajectory
+
+from ..motion.limits import MotionState
+
+try:
+    from control_msgs.action import FollowJointTrajectory
+    from control_msgs.msg import JointTrajectoryControllerState
+except ImportError:  # not on PyPI; every ROS 2 install has it
+    FollowJointTrajectory = JointTrajectoryControllerState = None
+
+COMMAND_INTERFACES = ('topic', 'action')
+EXECUTIONS = ('sent', 'accepted', 'rejected', 'succeeded', 'aborted', 'canceled', 'preempted')
+#: error_code of a rejected goal: control_msgs FollowJointTrajectory.Result.INVALID_GOAL.
+REJECTED_CODE = -1
+#: action_msgs/GoalStatus terminal codes -> our execution names (any other status is reported as aborted).
+TERMINAL_STATUS = {4: 'succeeded', 5: 'canceled', 6: 'aborted'}
+
+
+class ControllerError(ValueError):
+    """The controller interface cannot be set up as asked (the reason says why)."""
+
+
+class ControllerInterface:
+    """Sends trajectories to one joint_trajectory_controller and reads its reference; see the module docstring.
+
+    ``state_type``, ``action_type`` and ``action_client_class`` default to control_msgs' and rclpy's; tests
+    pass stand-ins.
+    """
+
+    def __init__(self, node, joint_names, trajectory_topic, controller_name, command_interface='topic',
+                 on_event=None, callback_group=None, *, state_type=None, action_type=None,
+                 action_client_class=None):
+        if command_interface not in COMMAND_INTERFACES:
+            raise ControllerError(f"command_interface must be one of {', '.join(COMMAND_INTERFACES)}, "
+                                  f'got {command_interface!r}')
+        state_type = state_type or JointTrajectoryControllerState
+        action_type = action_type or FollowJointTrajectory
+        if command_interface == 'action' and action_type is None:
+            raise ControllerError("command_interface 'action' needs control_msgs (FollowJointTrajectory), which "
+                                  "is not importable here; use 'topic' or install ros-<distro>-control-msgs")
+        self._node = node
+        self._names = list(joint_names)
+        self._on_event = on_event
+        self._lock = threading.Lock()
+        self._latest = None          # (monotonic receipt time, MotionState) of the last usable state
+        self._logged = set()         # reasons already logged: a bad state stream warns once per reason
+        self._sequence = 0           # number of the last goal sent
+        self._active = None          # (number, goal handle) of the newest accepted goal
+        self._superseded = set()     # numbers of accepted goals a newer goal replaced
+        self.state_topic = f'{controller_name}/controller_state'
+        self.state_available = state_type is not None
+        self._subscription = None
+        if self.state_available:
+            self._subscription = node.create_subscription(state_type, self.state_topic, self._on_state, 10,
+                                                          callback_group=callback_group)
+        self.command_interface = command_interface
+        self._publisher = self._client = None
+        if command_interface == 'topic':
+            self.command_target = trajectory_topic
+            self._publisher = node.create_publisher(JointTrajectory, trajectory_topic, 10)
+        else:
+            self.command_target = f'{controller_name}/follow_joint_trajectory'
+            self._action_type = action_type
+            self._client = (action_client_class or ActionClient)(node, action_type, self.command_target,
+                                                                 callback_group=callback_group)
+
+    # -- state in ------------------------------------------------------------------------------
+
+    def reference(self, max_age=0.1):
+        """Return the controller's setpoint state, a MotionState in our joint order, if it is max_age s fresh."""
+        with self._lock:
+            latest = self._latest
+        if latest is None or time.monotonic() - latest[0] > max_age:
+            return None
+        state = latest[1]
+        return MotionState(state.position.copy(), state.velocity.copy(), state.acceleration.copy())
+
+    def _on_state(self, msg):
+        state, problem = reference_state(msg, self._names)
+        with self._lock:
+            self._latest = None if state is None else (time.monotonic(), state)
+        if problem is not None and problem not in self._logged:
+            self._logged.add(problem)
+            self._node.get_logger().warning(f'{self.state_topic}: {problem}; not used as the start of moves')
+
+    # -- commands out --------------------------------------------------------------------------
+
+    def send(self, msg):
+        """Send one JointTrajectory: publish it, or send it as a goal that preempts the previous one."""
+        if self._publisher is not None:
+            self._publisher.publish(msg)
+            self._emit('sent', 0, f'{_describe(msg)} on {self.command_target}')
+            return
+        with self._lock:
+            self._sequence += 1
+            number = self._sequence
+        if not self._client.server_is_ready():
+            self._emit('rejected', REJECTED_CODE, f'goal {number}: action server {self.command_target} is not '
+                       'available')
+            return
+        goal = self._action_type.Goal()
+        goal.trajectory = msg
+        future = self._client.send_goal_async(goal)
+        self._emit('sent', 0, f'goal {number}: {_describe(msg)}')
+        future.add_done_callback(lambda done: self._on_goal_response(number, done))
+
+    def _on_goal_response(self, number, future):
+        try:
+            handle = future.result()
+        except Exception as exc:  # rclpy sets the transport's error on the future
+            self._emit('rejected', REJECTED_CODE, f'goal {number}: sending failed: {exc}')
+            return
+        if handle is None or not handle.accepted:
+            self._emit('rejected', REJECTED_CODE, f'goal {number}: rejected by {self.command_target}')
+            return
+        with self._lock:
+            if self._active is None or self._active[0] < number:
+                stale, self._active = self._active, (number, handle)   # the newest: the previous one is stale
+            else:
+                stale = (number, handle)   # a newer goal was accepted first: this one is stale already
+            if stale is not None:
+                self._superseded.add(stale[0])
+        self._emit('accepted', 0, f'goal {number}')
+        handle.get_result_async().add_done_callback(lambda done: self._on_result(number, done))
+        if stale is not None:
+            stale[1].cancel_goal_async()
+
+    def _on_result(self, number, future):
+        try:
+            response = future.result()
+            status, code, text = response.status, response.result.error_code, response.result.error_string
+        except Exception as exc:  # as in _on_goal_response
+            status, code, text = None, REJECTED_CODE, f'no result: {exc}'
+        execution = TERMINAL_STATUS.get(status, 'aborted')
+        with self._lock:
+            superseded = number in self._superseded
+            self._superseded.discard(number)
+            if self._active is not None and self._active[0] == number:
+                self._active = None
+        if superseded and execution != 'succeeded':
+            execution = 'preempted'
+        if status not in TERMINAL_STATUS and status is not None:
+            text = f'goal ended with status {status}' + (f': {text}' if text else '')
+        self._emit(execution, int(code), f'goal {number}: {text or execution}')
+
+    def _emit(self, execution, error_code, message):
+        if self._on_event is not None:
+            self._on_event(execution, error_code, message)
+
+    def destroy(self):
+        """Release the subscription, publisher and action client (the node stays)."""
+        if self._subscription is not None:
+            self._node.destroy_subscription(self._subscription)
+        if self._publisher is not None:
+            self._node.destroy_publisher(self._publisher)
+        if self._client is not None:
+            self._client.destroy()
+
+
+def reference_state(msg, names):
+    """(MotionState of ``msg.reference`` in the order of ``names``, None) or (None, the reason it is unusable).
+
+    Positions are required; empty velocities or accelerations read as zeros (joint_trajectory_controller
+    fills them whenever it has them); any other length, a duplicate or missing joint, or a non-finite
+    value makes the whole state unusable.
+    """
+    given = list(msg.joint_names)
+    index = {name: i for i, name in enumerate(given)}
+    if len(index) != len(given):
+        return None, 'duplicate joint names'
+    missing = [name for name in names if name not in index]
+    if missing:
+        return None, f'joints {", ".join(missing)} missing'
+    order = [index[name] for name in names]
+    point = msg.reference
+    values = []
+    for field, required in (('positions', True), ('velocities', False), ('accelerations', False)):
+        array = np.asarray(getattr(point, field), dtype=float)
+        if array.size == 0 and not required:
+            values.append(np.zeros(len(names)))
+        elif array.shape != (len(given),):
+            return None, f'reference {field} has {array.size} values for {len(given)} joints'
+        elif not np.all(np.isfinite(array)):
+            return None, f'reference {field} are not finite'
+        else:
+            values.append(array[order])
+    return MotionState(*values), None
+
+
+def _describe(msg):
+    if not msg.points:
+        return 'empty trajectory'
+    end = msg.points[-1].time_from_start
+    return f'{len(msg.points)} points over {end.sec + end.nanosec * 1e-9:.3f} s'
