@@ -1,0 +1,89 @@
+"""The node's collision world: the robot model, the scene file's objects and the objects added by markers.
+
+This keeps the node's wiring to a few lines: build it with
+``collision_from_parameters`` (None when the robot has no collision geometry),
+feed it ``~/collision_objects`` MarkerArrays with ``apply_markers``, and hand
+``world.model`` to ``IKSolver(chain, collision=...)``.  Scene-file objects are
+permanent; marker objects are added, replaced (same ns/id), deleted one by one
+or all at once (DELETEALL removes marker objects only).
+"""
+from .markers import ADD, DELETE, DELETEALL, marker_name, obstacle_from_marker
+from .model import CollisionModel
+from .scene import load_scene, SceneError
+
+
+class CollisionWorld:
+    """A CollisionModel plus its world objects from a scene file and from markers."""
+
+    def __init__(self, model, scene_obstacles=()):
+        self.model = model
+        self.scene_obstacles = list(scene_obstacles)
+        self.marker_obstacles = {}
+        self.model.set_obstacles(self.scene_obstacles)
+
+    @property
+    def obstacles(self):
+        """All world objects now checked (scene first, then markers)."""
+        return self.model.obstacles
+
+    def apply_markers(self, markers, lookup=None):
+        """Apply a MarkerArray's markers in order; return the problems (one string per refused marker).
+
+        ``lookup(frame) -> 4x4`` gives the transform from a frame that is not a robot link into the chain's
+        base frame (e.g. from tf2), or raises / returns None when it cannot.  Objects stay where they were put
+        (they are not re-transformed if that frame moves later).
+        """
+        problems = []
+        objects = dict(self.marker_obstacles)
+        for marker in markers:
+            try:
+                self._apply(marker, objects, lookup)
+            except SceneError as exc:
+                problems.append(str(exc))
+        try:
+            self.model.set_obstacles(self.scene_obstacles + list(objects.values()))
+        except ValueError as exc:  # CollisionError: a marker named like a scene object or a robot link
+            return problems + [f'marker update refused, world unchanged: {exc}']
+        self.marker_obstacles = objects
+        return problems
+
+    def _apply(self, marker, objects, lookup):
+        if marker.action == DELETEALL:
+            objects.clear()
+        elif marker.action == DELETE:
+            objects.pop(marker_name(marker), None)
+        elif marker.action == ADD:
+            objects[marker_name(marker)] = self._obstacle(marker, lookup)
+        else:
+            raise SceneError(f"marker '{marker_name(marker)}': action {marker.action} is not ADD, DELETE or "
+                             'DELETEALL')
+
+    def _obstacle(self, marker, lookup):
+        frame = marker.header.frame_id or self.model.base_link
+        if self.model.knows_frame(frame):
+            return obstacle_from_marker(marker)
+        transform = None
+        if lookup is not None:
+            try:
+                transform = lookup(frame)
+            except Exception as exc:  # tf2 raises several exception types; the marker is refused either way
+                raise SceneError(f"marker '{marker_name(marker)}': frame '{frame}' unknown: {exc}") from None
+        if transform is None:
+            raise SceneError(f"marker '{marker_name(marker)}': frame '{frame}' is neither a robot link nor "
+                             'resolvable')
+        return obstacle_from_marker(marker, transform, self.model.base_link)
+
+
+def collision_from_parameters(description, chain, srdf_file='', scene_file='', package_dirs=(), padding=0.0,
+                              skip_missing_meshes=False, convex=False):
+    """Build the CollisionWorld of the node's parameters, or None when the robot has no collision geometry.
+
+    ``description``: the URDF XML; ``chain``: the IK chain (its base and tip).  Raises CollisionError or
+    SceneError (both ValueError) naming the file, link or object at fault.
+    """
+    model = CollisionModel(description, chain.base_link, chain.tip_link, srdf=srdf_file or None,
+                           package_dirs=package_dirs, skip_missing_meshes=skip_missing_meshes, convex=convex,
+                           padding=padding)
+    if not model.geometry_links:
+        return None
+    return CollisionWorld(model, load_scene(scene_file) if scene_file else ())

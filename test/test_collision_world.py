@@ -1,0 +1,94 @@
+"""The node's collision world: scene file + MarkerArray objects (ADD, DELETE, DELETEALL, frames) on the model."""
+import pathlib
+from types import SimpleNamespace as NS
+
+from ik_solver.collision.markers import ADD, CUBE, CYLINDER, DELETE, DELETEALL, obstacle_from_marker, SPHERE
+from ik_solver.collision.scene import SceneError
+from ik_solver.collision.world import collision_from_parameters
+from ik_solver.core.chain import load_chain
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PLANAR3 = str(ROOT / 'urdf' / 'planar3.urdf')
+
+
+def _marker(id_, type_=CUBE, action=ADD, scale=(0.1, 0.1, 0.1), position=(0.0, 0.0, 0.0),
+            orientation=(0.0, 0.0, 0.0, 1.0), frame='base_link', ns='test'):
+    return NS(ns=ns, id=id_, type=type_, action=action, header=NS(frame_id=frame),
+              scale=NS(x=scale[0], y=scale[1], z=scale[2]),
+              pose=NS(position=NS(x=position[0], y=position[1], z=position[2]),
+                      orientation=NS(x=orientation[0], y=orientation[1], z=orientation[2], w=orientation[3])))
+
+
+@pytest.fixture
+def world(tmp_path):
+    scene = tmp_path / 'scene.yaml'
+    scene.write_text('objects: [{name: far, type: sphere, size: [0.05], position: [0, 0, 1.0]}]')
+    chain = load_chain(PLANAR3, 'base_link', 'tool0')
+    return collision_from_parameters(open(PLANAR3).read(), chain, srdf_file=str(ROOT / 'config' / 'planar3.srdf'),
+                                     scene_file=str(scene))
+
+
+def test_marker_sizes_follow_rviz():
+    sphere = obstacle_from_marker(_marker(1, SPHERE, scale=(0.2, 0.2, 0.3)))
+    assert sphere.shape == 'sphere' and sphere.size == (0.15,)  # the larger diameter, halved
+    cylinder = obstacle_from_marker(_marker(2, CYLINDER, scale=(0.1, 0.1, 0.5), orientation=(0, 0, 0, 0)))
+    assert cylinder.size == (0.05, 0.5)
+    np.testing.assert_allclose(cylinder.pose, np.eye(4))  # zero quaternion = identity, as RViz
+    assert obstacle_from_marker(_marker(3)).name == 'test/3'
+    with pytest.raises(SceneError, match='type 4'):
+        obstacle_from_marker(_marker(4, type_=4))
+    with pytest.raises(SceneError, match='positive'):
+        obstacle_from_marker(_marker(5, scale=(0.1, 0.0, 0.1)))
+
+
+def test_add_replace_delete_and_deleteall(world):
+    model = world.model
+    q = np.zeros(3)
+    assert [o.name for o in world.obstacles] == ['far'] and model.check(q) is None
+    # A box on link1 (along x from 0 to 0.5): collision, then moved away by the same ns/id, then deleted.
+    assert world.apply_markers([_marker(1, position=(0.25, 0.0, 0.0))]) == []
+    assert model.check(q) == ('link1', 'test/1')
+    world.apply_markers([_marker(1, position=(0.25, 0.5, 0.0))])
+    assert model.check(q) is None and len(world.obstacles) == 2
+    world.apply_markers([_marker(1, action=DELETE)])
+    assert [o.name for o in world.obstacles] == ['far']
+    world.apply_markers([_marker(1, position=(0.25, 0.0, 0.0)), _marker(2, SPHERE, position=(0.7, 0.0, 0.0))])
+    assert set(model.colliding_pairs(q)) == {('link1', 'test/1'), ('link2', 'test/2')}
+    world.apply_markers([_marker(0, action=DELETEALL)])
+    assert [o.name for o in world.obstacles] == ['far'] and model.check(q) is None  # the scene stays
+
+
+def test_frames_are_links_or_looked_up(world):
+    model = world.model
+    q = np.zeros(3)
+    # In link3's frame (which starts 0.9 m out along x): a box at its origin collides with link3.
+    world.apply_markers([_marker(1, frame='link3')])
+    assert model.check(q)[1] == 'test/1'
+    lift = np.eye(4)
+    lift[2, 3] = 0.5
+    problems = world.apply_markers([_marker(1, action=DELETE), _marker(2, frame='map'),
+                                    _marker(3, frame='odom', position=(0.25, 0.0, -0.5))],
+                                   lookup=lambda frame: lift if frame == 'odom' else None)
+    assert len(problems) == 1 and "frame 'map'" in problems[0]
+    assert model.check(q) == ('link1', 'test/3')  # odom z = -0.5 lifted by 0.5: on link1
+    problems = world.apply_markers([_marker(4, frame='map')], lookup=lambda frame: 1 / 0)
+    assert 'division by zero' in problems[0]
+
+
+def test_bad_marker_is_refused_and_others_apply(world):
+    problems = world.apply_markers([_marker(1, action=7), _marker(2, scale=(0.1, float('nan'), 0.1)), _marker(3)])
+    assert len(problems) == 2 and 'action 7' in problems[0] and 'finite' in problems[1]
+    assert [o.name for o in world.obstacles] == ['far', 'test/3']
+    problems = world.apply_markers([_marker(5, ns='', frame='')])
+    assert problems == [] and '5' in [o.name for o in world.obstacles]  # no ns: named by id; no frame: base
+    problems = world.apply_markers([_marker(1, ns='link1', frame='base_link')])
+    assert problems == []  # 'link1/1' is not the link's name
+
+
+def test_no_geometry_means_no_world():
+    urdf = open(PLANAR3).read()
+    stripped = urdf.replace('<collision>', '<!--').replace('</collision>', '-->')
+    chain = load_chain(PLANAR3, 'base_link', 'tool0')
+    assert collision_from_parameters(stripped, chain) is None
