@@ -71,6 +71,7 @@ def test_safety_controller_takes_tighter_limits():
 @pytest.mark.parametrize('source,base,tip,error,match', [
     ('<robot name="x"><link name="a"/>', 'a', 'a', URDFParseError, 'malformed XML'),
     ('', 'a', 'b', URDFParseError, 'empty'),
+    (None, 'a', 'b', URDFParseError, 'must be URDF/xacro text or a file path, got NoneType'),
     ('/no/such/file.urdf', 'a', 'b', URDFParseError, 'not found'),
     ('<notrobot/>', 'a', 'b', URDFParseError, '<notrobot>'),
     (_robot(REV_AB), 'a', 'ghost', LinkNotFoundError, "'ghost'"),

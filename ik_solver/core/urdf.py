@@ -59,7 +59,9 @@ def load_robot_description(source, xacro_args=None):
     mappings = _xacro_mappings(xacro_args)
     if isinstance(source, os.PathLike):
         source = os.fspath(source)
-    if not isinstance(source, str) or not source.strip():
+    if not isinstance(source, str):
+        raise URDFParseError(f'robot description must be URDF/xacro text or a file path, got {type(source).__name__}')
+    if not source.strip():
         raise URDFParseError('robot description is empty')
     if '<' not in source:
         text = _read_file(source)
