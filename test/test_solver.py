@@ -63,23 +63,22 @@ def test_transpose_converges_from_nearby_seed(ik7, rng):
 
 
 def test_default_solver_success_rate_on_random_targets(panda, rng):
-    solver = IKSolver(panda)
+    solver = IKSolver(panda, timeout=0.05)   # generous: the test machine is shared
     targets = panda.fk_batch(panda.random_configuration(rng, 200))
     results = solver.solve_batch(targets)
-    assert sum(r.success for r in results) >= 198
-    for r, t in zip(results, targets):
-        assert panda.within_limits(r.joints)
-        if r.success:
-            assert pose_errors(panda, r.joints, t)[0] < 1e-5
+    assert results.success.sum() >= 198
+    for q, ok, t in zip(results.joints, results.success, targets):
+        assert panda.within_limits(q)
+        if ok:
+            assert pose_errors(panda, q, t)[0] < 1e-5
 
 
 def test_deterministic_for_a_random_seed(panda, rng):
     targets = panda.fk_batch(panda.random_configuration(rng, 20))
     a = IKSolver(panda, random_seed=7, max_attempts=50, timeout=10).solve_batch(targets)
     b = IKSolver(panda, random_seed=7, max_attempts=50, timeout=10).solve_batch(targets)
-    for x, y in zip(a, b):
-        np.testing.assert_array_equal(x.joints, y.joints)
-        assert x.restarts == y.restarts
+    np.testing.assert_array_equal(a.joints, b.joints)
+    np.testing.assert_array_equal(a.iterations, b.iterations)
 
 
 def test_position_only_mask(ik7, rng):
@@ -218,8 +217,9 @@ def test_zero_and_nan_quaternions_raise():
 
 
 @pytest.mark.parametrize('seed,match', [
-    (np.zeros(6), 'seed has 6 values'),
-    (np.full(7, np.nan), 'NaN or inf'),
+    (np.zeros(6), r'seed must be a vector of 7 joint positions .* got shape \(6,\)'),
+    (np.zeros((1, 7)), r'got shape \(1, 7\)'),
+    (np.full(7, np.nan), 'NaN or inf for joint1, joint2'),
     (np.array([0, 0, 0, 0, 0, 0, 4.0]), 'outside the joint limits for joint7'),
 ])
 def test_bad_seed_raises(ik7, seed, match):
@@ -247,7 +247,7 @@ def test_batch_many_seeds_one_target(ik7, rng):
     target = ik7.fk(ik7.random_configuration(rng))
     seeds = ik7.random_configuration(rng, 5)
     results = IKSolver(ik7).solve_batch(target, seeds)
-    assert len(results) == 5 and all(r.success for r in results)
+    assert len(results) == 5 and results.success.all()
 
 
 def test_options_are_a_dataclass_with_defaults():

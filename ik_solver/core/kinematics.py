@@ -102,6 +102,68 @@ def point_jacobian(p_out, a_out, kind, var, mult, point, last, J):
 
 
 @njit(cache=True)
+def _cross(a, b):
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+@njit(cache=True)
+def jacobian_derivatives(p_out, a_out, kind, var, mult, n_var):
+    """Kinematic Hessian of the tip: H[k] = d J / d q_k (n_var x 6 x n_var), from ``frames``' output.
+
+    For joint columns J_i = (a_i x (p_e - p_i), a_i) (revolute) or (a_i, 0)
+    (prismatic), joint k moves an axis a_i (i > k) by a_k x a_i and the tip
+    relative to p_i by a_k x (p_e - p_i) (k < i) or a_k x (p_e - p_k) (k >= i);
+    a prismatic k moves the tip by a_k.  Mimic joints add up through var/mult.
+    """
+    n = a_out.shape[0]
+    pe = p_out[n]
+    H = np.zeros((n_var, 6, n_var))
+    for i in range(n):
+        ai = a_out[i]
+        for k in range(n):
+            ak = a_out[k]
+            if kind[k] == PRISMATIC:
+                if kind[i] == PRISMATIC or k < i:
+                    continue
+                dlin = _cross(ai, ak)
+                dang = np.zeros(3)
+            elif kind[i] == PRISMATIC:
+                if k >= i:
+                    continue
+                dlin = _cross(ak, ai)
+                dang = np.zeros(3)
+            elif k < i:
+                dang = _cross(ak, ai)
+                dlin = _cross(dang, pe - p_out[i]) + _cross(ai, _cross(ak, pe - p_out[i]))
+            else:
+                dang = np.zeros(3)
+                dlin = _cross(ai, _cross(ak, pe - p_out[k]))
+            m = mult[i] * mult[k]
+            for r in range(3):
+                H[var[k], r, var[i]] += m * dlin[r]
+                H[var[k], r + 3, var[i]] += m * dang[r]
+    return H
+
+
+@njit(cache=True)
+def goal_rows(J, Rt, sw, target_frame):
+    """Rows of a 6-row Jacobian (or its derivative) as the task sees them: in the target frame if asked, weighted.
+
+    ``sw`` are the square roots of the task weights, so masked rows become zero.
+    """
+    out = np.empty_like(J)
+    for c in range(J.shape[1]):
+        for block in (0, 3):
+            for r in range(3):
+                if target_frame:
+                    v = Rt[0, r] * J[block, c] + Rt[1, r] * J[block + 1, c] + Rt[2, r] * J[block + 2, c]
+                else:
+                    v = J[block + r, c]
+                out[block + r, c] = sw[block + r] * v
+    return out
+
+
+@njit(cache=True)
 def fk_batch(Q, origin_R, origin_p, axis, kind, var, mult, offset, link, link_R, link_p):
     """Poses (B x 4 x 4) of one chain link for a batch of configurations Q (B x n_var).
 

@@ -1,23 +1,52 @@
-"""Secondary goals spent in a redundant arm's nullspace: dq += (I - J^+ J) z.
+"""Secondary goals spent in a redundant arm's nullspace, after the primary task has converged.
 
-z = -sum_k w_k grad H_k descends a weighted sum of costs H_k, and the
-projector removes any part of it that would move the hand.  The goals:
+They act only on a pose that already meets the tolerance, by bounded steps
+(at most ``NS_MAX_STEP`` per iteration) in the nullspace of the task
+Jacobian; the primary task re-converges between steps and the solver keeps the
+last pose that met the tolerance.  So no weight, gain or far pole can stop the
+tip from converging: the secondary goals only choose among solutions.
 
-* posture: H = 1/2 |q - q_pref|^2, a comfortable pose (or joint centering
-  with q_pref = middle of the limits).
-* limits: H = 1/4 sum ((q - mid) / half_range)^4, nearly flat in the middle
-  and steep near a limit, so it only acts where a limit is close.
-* manipulability: H = -sqrt(det(J J^T)) (Yoshikawa), pushes away from
-  singularities; its gradient is taken by central differences.
-* pole: H = 1/2 |p_elbow - p_pole|^2 pulls a chosen middle link toward a
-  point, which picks the side the elbow bends to (a rigger's pole vector).
+Gradient goals, z = -gain * sum_k w_k grad H_k / sum_k w_k (weights are relative,
+``gain`` is the step scale; gain 1 is a Newton step for the posture goal):
+
+* posture: H = 1/2 |q - q_pref|^2, a comfortable pose (q_pref defaults to mid-limits).
+* limits: H = 1/4 sum ((q - mid) / half_range)^4, flat in the middle, steep near a limit.
+* manipulability: H = -sqrt(det(J J^T)) (Yoshikawa), away from singularities; its
+  gradient is analytic, from the kinematic Hessian (``kinematics.jacobian_derivatives``).
+
+The pole goal is a second task of lower priority (task-priority inverse
+kinematics): the elbow point moves toward the pole by a damped least-squares
+step of (J_elbow N), the elbow's motion that leaves the hand still.  The solver
+also prefers restart solutions whose elbow lies on the pole's side
+(``pole_side``), so the default settings find the requested side from any seed.
 """
 from dataclasses import dataclass
+import numbers
 
 from numba import njit
 import numpy as np
 
 from . import kinematics as kin
+from .methods import nullspace_projector, solve_spd
+
+#: Largest joint change of one nullspace step (rad or m), and the size below which the goals count as settled.
+NS_MAX_STEP = 0.1
+NS_SETTLED = 1e-5
+#: Damping of the pole task's least-squares step (m).
+POLE_DAMPING = 0.05
+#: Input bounds: weights and gain up to this, a pole within this distance of the base (m).
+MAX_WEIGHT = 1e6
+MAX_POLE_DISTANCE = 1e4
+MAX_NS_ITERATIONS = 100000
+GOAL_NAMES = ('posture', 'limits', 'manipulability', 'pole')
+
+
+def _real(name, value, low, high):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f'nullspace.{name} must be a number, got {type(value).__name__} {value!r}')
+    if not np.isfinite(value) or not low <= value <= high:
+        raise ValueError(f'nullspace.{name} must be finite and within [{low:g}, {high:g}], got {value}')
+    return float(value)
 
 
 @dataclass
@@ -25,7 +54,8 @@ class NullspaceGoals:
     """Weights of the secondary goals (0 disables one) and their data.
 
     posture: q_pref defaults to the middle of the limits.  pole_link names the
-    elbow link; pole_target is a point in the base frame.
+    elbow link; pole_target is a point in the base frame.  ``iterations`` bounds
+    the nullspace steps per solution, ``gain`` scales them.
     """
 
     posture: float = 0.0
@@ -43,25 +73,40 @@ class NullspaceGoals:
         return any(w > 0 for w in (self.posture, self.limits, self.manipulability, self.pole))
 
     def validate(self, chain):
-        """Raise ValueError for inconsistent goals; return (weights, q_pref, pole, elbow index, offset)."""
-        weights = np.array([self.posture, self.limits, self.manipulability, self.pole], dtype=float)
-        if not np.all(np.isfinite(weights)) or np.any(weights < 0):
-            raise ValueError(f'nullspace weights must be finite and >= 0, got {weights.tolist()}')
-        q_pref = chain.mid_configuration() if self.q_pref is None else np.asarray(self.q_pref, dtype=float)
-        if q_pref.shape != (chain.n,) or not np.all(np.isfinite(q_pref)):
-            raise ValueError(f'q_pref must be {chain.n} finite values')
+        """Raise ValueError for bad goals; return (weights, q_pref, pole, elbow index, elbow offset)."""
+        weights = np.array([_real(name, getattr(self, name), 0.0, MAX_WEIGHT) for name in GOAL_NAMES])
+        _real('gain', self.gain, 1e-9, MAX_WEIGHT)
+        if isinstance(self.iterations, bool) or not isinstance(self.iterations, numbers.Integral) \
+                or not 0 <= self.iterations <= MAX_NS_ITERATIONS:
+            raise ValueError(f'nullspace.iterations must be an integer in [0, {MAX_NS_ITERATIONS}], '
+                             f'got {self.iterations!r}')
+        q_pref = chain.mid_configuration() if self.q_pref is None else _vector('q_pref', self.q_pref, chain.n)
         pole = np.zeros(3)
         index, offset = -1, np.zeros(3)
         if self.pole > 0:
             if self.pole_link is None or self.pole_target is None:
                 raise ValueError('a pole weight needs pole_link and pole_target')
-            pole = np.asarray(self.pole_target, dtype=float)
-            if pole.shape != (3,) or not np.all(np.isfinite(pole)):
-                raise ValueError('pole_target must be 3 finite coordinates')
-            index, _, offset = chain.link_frames.get(self.pole_link, (None, None, None))
-            if index is None:
+            pole = _vector('pole_target', self.pole_target, 3)
+            if np.abs(pole).max() > MAX_POLE_DISTANCE or np.linalg.norm(pole) > MAX_POLE_DISTANCE:
+                raise ValueError(f'pole_target {pole.tolist()} is more than {MAX_POLE_DISTANCE:g} m from the base')
+            if not isinstance(self.pole_link, str) or self.pole_link not in chain.link_frames:
                 raise ValueError(f"pole_link '{self.pole_link}' is not a link of the chain")
-        return weights, q_pref, pole, index, offset
+            index, _, offset = chain.link_frames[self.pole_link]
+            if index < 0:
+                raise ValueError(f"pole_link '{self.pole_link}' does not move with any joint")
+        return weights, q_pref, pole, index, np.ascontiguousarray(offset, dtype=float)
+
+
+def _vector(name, value, size):
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f'{name} must be {size} numbers: {exc}') from None
+    if array.shape != (size,):
+        raise ValueError(f'{name} must have shape ({size},), got {array.shape}')
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f'{name} contains NaN or inf: {array.tolist()}')
+    return array
 
 
 @njit(cache=True)
@@ -72,50 +117,106 @@ def manipulability(J):
 
 
 @njit(cache=True)
-def _manipulability_at(q, chain, sw, n_var):
-    origin_R, origin_p, axis, kind, var, mult, offset = chain
-    n = axis.shape[0]
-    R_out = np.empty((n + 1, 3, 3))
-    p_out = np.empty((n + 1, 3))
-    a_out = np.empty((n, 3))
-    J = np.empty((6, n_var))
-    kin.frames(q, origin_R, origin_p, axis, kind, var, mult, offset, R_out, p_out, a_out)
-    kin.point_jacobian(p_out, a_out, kind, var, mult, p_out[n], n - 1, J)
-    A = np.empty((6, 6))
-    for r in range(6):
-        for c in range(6):
-            A[r, c] = sw[r] * sw[c] * (J[r] @ J[c])
-        if sw[r] == 0.0:
-            A[r, r] = 1.0  # masked task rows: det over the active block only
-    d = np.linalg.det(A)
+def _active_gram(Jw):
+    """J J^T with 1 on the diagonal of all-zero (masked) rows: the determinant covers the task rows only."""
+    A = Jw @ Jw.T
+    for r in range(A.shape[0]):
+        if A[r, r] == 0.0:
+            A[r, r] = 1.0
+    return A
+
+
+@njit(cache=True)
+def weighted_manipulability(Jw):
+    """Yoshikawa's measure of a weighted task Jacobian whose masked rows are zero."""
+    d = np.linalg.det(_active_gram(Jw))
     return np.sqrt(d) if d > 0.0 else 0.0
 
 
 @njit(cache=True)
-def gradient(q, chain, lower, upper, sw, weights, q_pref, pole, elbow, elbow_offset, R_out, p_out, a_out):
-    """Weighted gradient of the secondary cost at q (``frames`` output for q given)."""
+def manipulability_gradient(Jw, Hw):
+    """Gradient dm/dq of m = sqrt(det(J J^T)), from the Jacobian's derivatives Hw[k] = dJ/dq_k (same rows as Jw).
+
+    d m / d q_k = m tr((J J^T)^-1 dJ_k J^T) (Jacobi's formula; the two halves of
+    d(J J^T) have the same trace).
+    """
+    n = Jw.shape[1]
+    A = _active_gram(Jw)
+    m = np.sqrt(max(np.linalg.det(A), 0.0))
+    g = np.zeros(n)
+    if m == 0.0:
+        return g
+    M = Jw.T @ np.linalg.inv(A)   # n x 6
+    for k in range(n):
+        s = 0.0
+        for r in range(Jw.shape[0]):
+            for c in range(n):
+                s += Hw[k, r, c] * M[c, r]
+        g[k] = m * s
+    return g
+
+
+@njit(cache=True)
+def pole_side(p_out, R_out, elbow, elbow_offset, pole):
+    """Positive when the elbow point is on the pole's side of the line from the first joint to the tip.
+
+    Both points' components perpendicular to that line are compared: the
+    sign of their dot product (0 when either lies on the line).
+    """
+    n = p_out.shape[0] - 1
+    s = p_out[0]
+    u = p_out[n] - s
+    length = np.sqrt(u @ u)
+    if length < 1e-12:
+        return 0.0
+    u = u / length
+    e = p_out[elbow] + R_out[elbow] @ elbow_offset - s
+    d = pole - s
+    e = e - (e @ u) * u
+    d = d - (d @ u) * u
+    return e @ d
+
+
+@njit(cache=True)
+def _pole_step(q, chain, pole, elbow, elbow_offset, N, R_out, p_out, a_out):
+    """Damped least-squares step of the elbow toward the pole, within the nullspace N."""
     kind, var, mult = chain[3], chain[4], chain[5]
     n_var = q.shape[0]
-    g = np.zeros(n_var)
+    point = p_out[elbow] + R_out[elbow] @ elbow_offset
+    Je = np.empty((6, n_var))
+    kin.point_jacobian(p_out, a_out, kind, var, mult, point, elbow, Je)
+    M = Je[:3] @ N
+    A = M @ M.T
+    for i in range(3):
+        A[i, i] += POLE_DAMPING * POLE_DAMPING
+    return M.T @ solve_spd(A, pole - point)
+
+
+@njit(cache=True)
+def secondary_step(q, chain, lower, upper, weights, gain, q_pref, pole, elbow, elbow_offset, Jw, Rt, sw,
+                   target_frame, cutoff, R_out, p_out, a_out):
+    """One bounded nullspace step of all goals at a converged pose (``frames`` output and weighted J given)."""
+    n_var = q.shape[0]
+    total = weights.sum()
+    N = nullspace_projector(Jw, cutoff)
+    z = np.zeros(n_var)
     for i in range(n_var):
         if weights[0] > 0.0:
-            g[i] += weights[0] * (q[i] - q_pref[i])
+            z[i] -= weights[0] * (q[i] - q_pref[i])
         if weights[1] > 0.0 and np.isfinite(lower[i]) and upper[i] > lower[i]:
             half = 0.5 * (upper[i] - lower[i])
             x = (q[i] - 0.5 * (upper[i] + lower[i])) / half
-            g[i] += weights[1] * x * x * x / half
+            z[i] -= weights[1] * x * x * x / half
     if weights[2] > 0.0:
-        h = 1e-6
-        for i in range(n_var):
-            qp = q.copy()
-            qm = q.copy()
-            qp[i] += h
-            qm[i] -= h
-            dm = (_manipulability_at(qp, chain, sw, n_var) - _manipulability_at(qm, chain, sw, n_var)) / (2 * h)
-            g[i] -= weights[2] * dm
+        H = kin.jacobian_derivatives(p_out, a_out, chain[3], chain[4], chain[5], n_var)
+        Hw = np.empty_like(H)
+        for k in range(n_var):
+            Hw[k] = kin.goal_rows(H[k], Rt, sw, target_frame)
+        z += weights[2] * manipulability_gradient(Jw, Hw)
+    dq = N @ (gain / total * z)
     if weights[3] > 0.0 and elbow >= 0:
-        point = p_out[elbow] + R_out[elbow] @ elbow_offset
-        Je = np.empty((6, n_var))
-        kin.point_jacobian(p_out, a_out, kind, var, mult, point, elbow, Je)
-        g += weights[3] * (Je[:3].T @ (point - pole))
-    return g
+        dq += weights[3] / total * _pole_step(q, chain, pole, elbow, elbow_offset, N, R_out, p_out, a_out)
+    largest = np.abs(dq).max()
+    if largest > NS_MAX_STEP:
+        dq *= NS_MAX_STEP / largest
+    return dq

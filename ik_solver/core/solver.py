@@ -1,45 +1,93 @@
-"""The IK solve loop: error -> Jacobian -> step -> clamp -> converged?, with restarts.
+"""The IK solve loop: error -> Jacobian -> step -> clamp -> converged?, with restarts, in compiled code.
 
-One attempt runs entirely in a numba kernel (``_attempt``); Python only
-starts attempts, checks the wall-clock budget between them and picks the
-answer.  Attempts after the first start from random configurations drawn
-from a generator seeded by ``random_seed``, so a solve is reproducible for a
-given seed as long as it finishes within the same number of attempts
-(``max_attempts`` bounds that count for full determinism).
+The whole search runs in numba kernels: attempts from the seed and then from
+random starts, the choice among solutions (``mode``), and the wall clock,
+read inside the iteration loop (``clock.monotonic``), so a solve returns within
+its timeout plus one iteration whatever the options.  Python only validates
+input, picks a cached plan (the options turned into kernel arrays) and builds
+the result; ``solve_batch`` runs the same kernel over a batch with ``prange``.
+
+Random restarts draw from a counter-based generator seeded by (``random_seed``,
+item index), so a solve is reproducible for a given seed as long as it
+finishes within the same number of attempts (``max_attempts`` bounds that
+count for full determinism), and a batch item does not depend on the thread
+that ran it.
+
+Goals: weights (0 frees an axis) and per-axis ``bounds`` may be given in the
+base frame or the target (tool) frame; convergence uses the weighted, masked
+error (``task_error``), while results always report the true position and
+orientation error of the returned joints.
 """
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+import numbers
 import time
 
-from numba import njit
+from numba import njit, prange
 import numpy as np
 
 from . import kinematics as kin
-from .methods import method_id, METHOD_NAMES, nullspace_projector, step
-from .nullspace import gradient, manipulability, NullspaceGoals
-from .transforms import check_pose
+from .clock import monotonic
+from .methods import method_id, METHOD_NAMES, step
+from .nullspace import NS_SETTLED, NullspaceGoals, pole_side, secondary_step, weighted_manipulability
+from .transforms import check_pose, pose_defect, rotation_error
 
-CONVERGED, STALLED, MAX_ITER, NOT_FINITE = 0, 1, 2, 3
-#: Largest joint change of one nullspace step after convergence (rad or m), and the
-#: size below which the secondary goal counts as settled.
-NS_MAX_STEP = 0.1
-NS_SETTLED = 1e-5
+# Attempt outcomes.
+CONVERGED, STALLED, MAX_ITER, NOT_FINITE, TIMED_OUT = 0, 1, 2, 3, 4
+# Search kernel outcomes: finished, or (with a collision checker) a candidate to check in Python.
+FINISHED, CANDIDATE = 0, 1
 #: Stall test: an attempt restarts after ``patience`` iterations without the error
 #: dropping below PROGRESS x its best; close to the goal (error < NEAR_ERROR) slow
 #: but steady progress (NEAR_PROGRESS) still counts, so converging attempts finish.
 PROGRESS = 0.9
 NEAR_ERROR = 1e-3
 NEAR_PROGRESS = 0.99
-#: Attempts per kernel call; the wall clock is checked between calls.
-ATTEMPTS_PER_CHUNK = 4
-_REPORT_START = np.array([np.inf, np.inf, 0.0, np.nan, 0.0, MAX_ITER])
+#: A target certainly out of reach gets this many attempts, for the best approximation.
+UNREACHABLE_ATTEMPTS = 4
+#: Mode 'manipulability': the measure is multiplied by prod(1 - exp(-LIMIT_SHARPNESS d_i)),
+#: d_i the distance to the nearer limit as a fraction of the range.
+LIMIT_SHARPNESS = 20.0
+#: Solutions with the elbow on the wrong side of the pole rank after every right one.
+WRONG_SIDE = 1e9
+SINGULAR_SIGMA = 1e-3
+MAX_RANDOM_SEED = 2 ** 63 - 1
 
-# Failure reasons of an IKResult, stable strings for logs and the ROS service.
-REASON_OK = 'success'
-REASON_UNREACHABLE = 'unreachable'
-REASON_TIMEOUT = 'timeout'
-REASON_JOINT_LIMITS = 'joint_limits'
-REASON_SINGULAR = 'singular'
-REASON_INVALID = 'invalid_input'
+# Reasons, stable strings for logs and the ROS service, indexed by the kernels' reason codes.
+REASONS = ('success', 'unreachable', 'timeout', 'joint_limits', 'singular', 'invalid_input', 'collision')
+(R_SUCCESS, R_UNREACHABLE, R_TIMEOUT, R_JOINT_LIMITS, R_SINGULAR, R_INVALID, R_COLLISION) = range(7)
+REASON_OK, REASON_UNREACHABLE, REASON_TIMEOUT, REASON_JOINT_LIMITS, REASON_SINGULAR, REASON_INVALID, \
+    REASON_COLLISION = REASONS
+MODES = ('first', 'closest', 'manipulability')
+MODE_FIRST, MODE_CLOSEST, MODE_MANIPULABILITY = range(3)
+
+# Layout of the float parameter vector (the methods read indices 0-5, see methods.step).
+FP_ALPHA, FP_DAMPING, FP_DAMPING_MAX, FP_EPSILON, FP_CUTOFF, FP_LM_BIAS = range(6)
+FP_MAX_STEP, FP_TOL_POS, FP_TOL_ROT, FP_NS_GAIN, FP_JUMP, FP_REACH, FP_TIMEOUT = range(6, 13)
+FP_SW, FP_BOUNDS, FP_NS_W, FP_POLE, FP_ELBOW_OFFSET, FP_CENTER = 13, 19, 25, 29, 32, 35
+FP_SIZE = 38
+# Layout of the int parameter vector.
+IP_MAX_ITER, IP_PATIENCE, IP_NS_ITERS, IP_ELBOW, IP_MAX_ATTEMPTS, IP_MODE, IP_TARGET_FRAME, IP_BOUNDS, \
+    IP_YIELD, IP_SEED, IP_METHOD = range(11)
+IP_SIZE = 11
+# Layout of the search report.
+(RP_ATTEMPTS, RP_ITERS, RP_BEST_ERR, RP_BEST_SIGMA, RP_BEST_STATUS, RP_CHOSEN, RP_SCORE, RP_POS, RP_ROT,
+ RP_TASK, RP_SIGMA, RP_REASON, RP_DISTANCE, RP_POLE_SIDE, RP_JUMP) = range(15)
+RP_SIZE = 15
+# Rows of the work array: current q, best failed attempt, candidate, chosen solution.
+W_Q, W_BEST, W_CAND, W_CHOSEN = range(4)
+
+
+def _number(name, value, low=-np.inf, high=np.inf, integer=False, open_low=False):
+    """Check one option's type and range; ValueError with the option's name otherwise."""
+    kinds = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        kind = 'an integer' if integer else 'a number'
+        raise ValueError(f'{name} must be {kind}, got {type(value).__name__} {value!r}')
+    if not integer and not np.isfinite(value):
+        if not (value == np.inf and high == np.inf):
+            raise ValueError(f'{name} must be finite, got {value}')
+    if value < low or value > high or (open_low and value == low):
+        bound = '>' if open_low else '>='
+        raise ValueError(f'{name} must be {bound} {low:g} and <= {high:g}, got {value}')
 
 
 @dataclass
@@ -60,29 +108,80 @@ class SolverOptions:
     svd_cutoff: float = 1e-6              # pinv and nullspace: smaller sigma count as zero
     lm_bias: float = 1e-5                 # lm: damping floor w_bias
     patience: int = 5                     # iterations without 10 % progress -> restart
-    weights: tuple = (1.0, 1.0, 1.0, 1.0, 1.0, 1.0)  # (x, y, z, rx, ry, rz); 0 ignores an axis
-    mode: str = 'first'                   # 'first' or 'closest' (L-inf from the seed, until timeout)
+    weights: tuple = (1.0, 1.0, 1.0, 1.0, 1.0, 1.0)  # (x, y, z, rx, ry, rz); 0 frees an axis
+    weights_frame: str = 'base'           # 'base' or 'target': the frame of weights' axes
+    bounds: tuple = None                  # per-axis tolerances (x y z rx ry rz) in the target frame; inf frees
+    position_only: bool = False           # ignore orientation (same as weights (1, 1, 1, 0, 0, 0))
+    orientation_only: bool = False        # ignore position
+    mode: str = 'first'                   # 'first', 'closest' (L-inf from the seed) or 'manipulability'
+    jump_threshold: float = np.inf        # mode 'first': a larger joint move searches on for the closest
     random_seed: int = 0
     nullspace: NullspaceGoals = field(default_factory=NullspaceGoals)
 
     def validate(self):
+        """Raise ValueError, naming the option, for any bad type or value."""
+        if not isinstance(self.method, str):
+            raise ValueError(f'method must be a string, got {type(self.method).__name__}')
         method_id(self.method)
-        positive = ('position_tolerance', 'orientation_tolerance', 'timeout', 'max_step', 'svd_cutoff')
-        for name in positive:
-            value = getattr(self, name)
-            if not np.isfinite(value) or value <= 0:
-                raise ValueError(f'{name} must be a positive finite number, got {value}')
+        for name in ('position_tolerance', 'orientation_tolerance', 'max_step', 'svd_cutoff'):
+            _number(name, getattr(self, name), 0.0, 1e6, open_low=True)
+        _number('timeout', self.timeout, 0.0, 3600.0, open_low=True)
+        _number('alpha', self.alpha, -1e6, 1e6)
         for name in ('damping', 'damping_max', 'epsilon', 'lm_bias'):
-            value = getattr(self, name)
-            if not np.isfinite(value) or value < 0:
-                raise ValueError(f'{name} must be >= 0, got {value}')
-        if self.max_iterations < 1 or self.patience < 1 or self.max_attempts < 0:
-            raise ValueError('max_iterations and patience must be >= 1, max_attempts >= 0')
-        w = np.asarray(self.weights, dtype=float)
-        if w.shape != (6,) or not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
-            raise ValueError(f'weights must be 6 finite values >= 0, not all zero; got {self.weights}')
-        if self.mode not in ('first', 'closest'):
-            raise ValueError(f"mode must be 'first' or 'closest', got '{self.mode}'")
+            _number(name, getattr(self, name), 0.0, 1e6)
+        _number('max_iterations', self.max_iterations, 1, 10 ** 7, integer=True)
+        _number('patience', self.patience, 1, 10 ** 9, integer=True)
+        _number('max_attempts', self.max_attempts, 0, 10 ** 9, integer=True)
+        _number('random_seed', self.random_seed, 0, MAX_RANDOM_SEED, integer=True)
+        _number('jump_threshold', self.jump_threshold, 0.0, np.inf, open_low=True)
+        for name in ('position_only', 'orientation_only'):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f'{name} must be True or False, got {getattr(self, name)!r}')
+        if self.position_only and self.orientation_only:
+            raise ValueError('position_only and orientation_only exclude each other')
+        self.task_weights()
+        self.task_bounds()
+        for name, allowed in (('mode', MODES), ('weights_frame', ('base', 'target'))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
+        if not isinstance(self.nullspace, NullspaceGoals):
+            raise ValueError(f'nullspace must be a NullspaceGoals, got {type(self.nullspace).__name__}')
+
+    def task_weights(self):
+        """Return the 6 weights with position_only / orientation_only applied; ValueError if unusable."""
+        w = _six('weights', self.weights)
+        if np.any(w < 0) or not np.all(np.isfinite(w)) or np.any(w > 1e12):
+            raise ValueError(f'weights must be 6 finite values >= 0, got {w.tolist()}')
+        if self.position_only:
+            w[3:] = 0.0
+        if self.orientation_only:
+            w[:3] = 0.0
+        if not np.any(w > 0):
+            raise ValueError(f'weights leave no axis to solve for (weights {self.weights}, '
+                             f'position_only={self.position_only}, orientation_only={self.orientation_only})')
+        return w
+
+    def task_bounds(self):
+        """Return the 6 bounds (0 where none is given); ValueError for negative or NaN ones."""
+        if self.bounds is None:
+            return np.zeros(6)
+        b = _six('bounds', self.bounds)
+        if np.any(np.isnan(b)) or np.any(b < 0):
+            raise ValueError(f'bounds must be 6 values >= 0 (inf frees an axis), got {b.tolist()}')
+        return b
+
+
+def _six(name, values):
+    try:
+        array = np.array(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f'{name} must be 6 numbers (x y z rx ry rz): {exc}') from None
+    if array.shape != (6,):
+        raise ValueError(f'{name} must be 6 numbers (x y z rx ry rz), got shape {array.shape}')
+    return array
+
+
+_OPTION_NAMES = frozenset(f.name for f in fields(SolverOptions))
 
 
 @dataclass(slots=True)
@@ -90,7 +189,11 @@ class IKResult:
     """Outcome of one solve.
 
     ``joints`` is never NaN and always within the limits: on failure it holds
-    the best approximation found, for callers that accept one.
+    the best approximation found (for 'collision' and 'invalid_input': the seed).
+    ``position_error`` (m) and ``orientation_error`` (rad) are the TRUE errors of
+    ``joints`` on all axes, whatever the weights; ``task_error`` is the weighted,
+    masked error convergence used (sqrt(sum w_i e_i^2), after bounds).
+    ``sigma_min`` is the smallest singular value of the task Jacobian at ``joints``.
     """
 
     success: bool
@@ -102,85 +205,141 @@ class IKResult:
     elapsed: float
     reason: str = REASON_OK
     message: str = ''
-    sigma_min: float = float('nan')   # of the best failed attempt: tells a singular stall
+    sigma_min: float = float('nan')
+    task_error: float = float('nan')
 
 
-# Layout of the float parameter vector passed to the kernel.
-FP_ALPHA, FP_DAMPING, FP_DAMPING_MAX, FP_EPSILON, FP_CUTOFF, FP_LM_BIAS = range(6)
-FP_MAX_STEP, FP_TOL_POS, FP_TOL_ROT, FP_NS_GAIN = range(6, 10)
+@dataclass
+class BatchResult:
+    """Outcome of ``solve_batch``: one row per item."""
+
+    joints: np.ndarray              # (B, n)
+    success: np.ndarray             # (B,) bool
+    position_error: np.ndarray      # (B,) true, m
+    orientation_error: np.ndarray   # (B,) true, rad
+    task_error: np.ndarray          # (B,)
+    iterations: np.ndarray          # (B,) int
+    sigma_min: np.ndarray           # (B,)
+    reasons: list                   # B strings
+    elapsed: float                  # s, whole batch
+
+    def __len__(self):
+        return len(self.reasons)
 
 
 @njit(cache=True)
-def rotation_error(R_target, R):
-    """Rotation vector of R_target R^T: the base-frame rotation that takes R to R_target."""
-    E = np.empty((3, 3))
+def _next_uniform(rng):
+    """Splitmix64: a uniform float in [0, 1) from the state rng[0]."""
+    rng[0] += np.uint64(0x9E3779B97F4A7C15)
+    z = rng[0]
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def _seed_rng(rng, seed, index):
+    """Set the generator state of batch item ``index`` for ``random_seed`` (item 0 is a single solve)."""
+    rng[0] = np.uint64(seed)
+    _next_uniform(rng)
+    rng[0] ^= np.uint64(index) * np.uint64(0xD1B54A32D192ED03)
+    _next_uniform(rng)
+
+
+@njit(cache=True)
+def _goal_error(Rt, pt, R, p, fp, ip, e):
+    """Task error e (weighted, in the weights' frame, bounds applied) -> (masked pos, masked rot, task error)."""
     for r in range(3):
-        for k in range(3):
-            E[r, k] = R_target[r, 0] * R[k, 0] + R_target[r, 1] * R[k, 1] + R_target[r, 2] * R[k, 2]
-    c = min(1.0, max(-1.0, 0.5 * (E[0, 0] + E[1, 1] + E[2, 2] - 1.0)))
-    angle = np.arccos(c)
-    w = np.array([E[2, 1] - E[1, 2], E[0, 2] - E[2, 0], E[1, 0] - E[0, 1]])
-    if angle < 1e-6:
-        return 0.5 * w
-    if np.pi - angle < 1e-4:
-        k = 0
-        for i in range(1, 3):
-            if E[i, i] > E[k, k]:
-                k = i
-        axis = E[:, k].copy()
-        axis[k] += 1.0
-        axis /= np.sqrt(2.0 * (1.0 + E[k, k]))
-        if axis @ w < 0.0:
-            axis = -axis
-        return angle * axis
-    return angle / (2.0 * np.sin(angle)) * w
-
-
-@njit(cache=True)
-def _task_error(R_target, p_target, R, p, e):
-    e[:3] = p_target - p
-    e[3:] = rotation_error(R_target, R)
-
-
-@njit(cache=True)
-def _masked_errors(e, sw):
+        e[r] = pt[r] - p[r]
+    w = rotation_error(Rt, R)
+    e[3], e[4], e[5] = w[0], w[1], w[2]
+    if ip[IP_TARGET_FRAME] or ip[IP_BOUNDS]:
+        for block in (0, 3):
+            x = Rt[0, 0] * e[block] + Rt[1, 0] * e[block + 1] + Rt[2, 0] * e[block + 2]
+            y = Rt[0, 1] * e[block] + Rt[1, 1] * e[block + 1] + Rt[2, 1] * e[block + 2]
+            z = Rt[0, 2] * e[block] + Rt[1, 2] * e[block + 1] + Rt[2, 2] * e[block + 2]
+            e[block], e[block + 1], e[block + 2] = x, y, z
+        if ip[IP_BOUNDS]:
+            for r in range(6):
+                if abs(e[r]) <= fp[FP_BOUNDS + r]:
+                    e[r] = 0.0
+        if not ip[IP_TARGET_FRAME]:
+            for block in (0, 3):
+                x = Rt[0, 0] * e[block] + Rt[0, 1] * e[block + 1] + Rt[0, 2] * e[block + 2]
+                y = Rt[1, 0] * e[block] + Rt[1, 1] * e[block + 1] + Rt[1, 2] * e[block + 2]
+                z = Rt[2, 0] * e[block] + Rt[2, 1] * e[block + 1] + Rt[2, 2] * e[block + 2]
+                e[block], e[block + 1], e[block + 2] = x, y, z
     pe = 0.0
     re = 0.0
-    for i in range(3):
-        if sw[i] > 0.0:
-            pe += e[i] * e[i]
-        if sw[i + 3] > 0.0:
-            re += e[i + 3] * e[i + 3]
-    return np.sqrt(pe), np.sqrt(re)
+    task = 0.0
+    for r in range(6):
+        sw = fp[FP_SW + r]
+        if sw > 0.0:
+            if r < 3:
+                pe += e[r] * e[r]
+            else:
+                re += e[r] * e[r]
+        e[r] *= sw
+        task += e[r] * e[r]
+    return np.sqrt(pe), np.sqrt(re), np.sqrt(task)
 
 
 @njit(cache=True)
-def _attempt(q, chain, lower, upper, R_target, p_target, sw, method, fp, max_iter, patience,
-             ns_weights, q_pref, pole, elbow, elbow_offset, ns_iters, out):
-    """Iterate from q (modified in place) until converged, stalled or max_iter.
+def _workspace(n, n_var):
+    return np.empty((n + 1, 3, 3)), np.empty((n + 1, 3)), np.empty((n, 3)), np.empty((6, n_var)), np.empty(6)
 
-    out receives (position error, orientation error, iterations, sigma_min).
+
+@njit(cache=True)
+def _task_jacobian(chain, Rt, fp, ip, ws):
+    """Weighted task Jacobian (rows in the weights' frame) at the pose in the workspace."""
+    R_out, p_out, a_out, J, e = ws
+    n = a_out.shape[0]
+    kin.point_jacobian(p_out, a_out, chain[3], chain[4], chain[5], p_out[n], n - 1, J)
+    return kin.goal_rows(J, Rt, fp[FP_SW:FP_SW + 6], ip[IP_TARGET_FRAME])
+
+
+@njit(cache=True)
+def _sigma_min(Jw, fp):
+    """Smallest singular value of the task rows of Jw (masked rows left out)."""
+    m = 0
+    for r in range(6):
+        m += fp[FP_SW + r] > 0.0
+    A = np.empty((m, Jw.shape[1]))
+    k = 0
+    for r in range(6):
+        if fp[FP_SW + r] > 0.0:
+            A[k] = Jw[r]
+            k += 1
+    return np.linalg.svd(A)[1][-1]
+
+
+@njit(cache=True)
+def _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out):
+    """Iterate from q (modified in place) until converged, stalled, max_iter or the deadline.
+
+    out receives (masked position error, masked rotation error, iterations, sigma_min, task error).
+    After convergence, bounded nullspace steps alternate with re-convergence;
+    the last pose that met the tolerance is returned.
     """
     origin_R, origin_p, axis, kind, var, mult, offset = chain
+    R_out, p_out, a_out, J, e = ws
     n = axis.shape[0]
     n_var = q.shape[0]
-    R_out = np.empty((n + 1, 3, 3))
-    p_out = np.empty((n + 1, 3))
-    a_out = np.empty((n, 3))
-    J = np.empty((6, n_var))
-    e = np.empty(6)
-    ns_active = ns_weights.sum() > 0.0
+    ns_w = fp[FP_NS_W:FP_NS_W + 4]
+    ns_iters = ip[IP_NS_ITERS]
+    ns_active = ns_w.sum() > 0.0 and ns_iters > 0
     q_conv = q.copy()
     have_conv = False
     ns_done = 0
     best = np.inf
     stall = 0
-    limit = max_iter + 3 * ns_iters if ns_active else max_iter
+    limit = ip[IP_MAX_ITER] + 3 * ns_iters if ns_active else ip[IP_MAX_ITER]
+    status = MAX_ITER
     for it in range(limit + 1):
         kin.frames(q, origin_R, origin_p, axis, kind, var, mult, offset, R_out, p_out, a_out)
-        _task_error(R_target, p_target, R_out[n], p_out[n], e)
-        pe, re = _masked_errors(e, sw)
-        out[0], out[1], out[2] = pe, re, it
+        pe, re, task = _goal_error(Rt, pt, R_out[n], p_out[n], fp, ip, e)
+        out[0], out[1], out[2], out[4] = pe, re, it, task
         if not (np.isfinite(pe) and np.isfinite(re)):
             return NOT_FINITE
         within = pe < fp[FP_TOL_POS] and re < fp[FP_TOL_ROT]
@@ -191,29 +350,22 @@ def _attempt(q, chain, lower, upper, R_target, p_target, sw, method, fp, max_ite
             have_conv = True
         if it == limit:
             break
-        kin.point_jacobian(p_out, a_out, kind, var, mult, p_out[n], n - 1, J)
-        for r in range(6):
-            J[r] *= sw[r]
-            e[r] *= sw[r]
-        dq = step(method, J, e, fp)
-        # Secondary goals: mixed into every step before convergence; afterwards a
-        # bounded nullspace step only from a converged pose, so the primary task
-        # re-converges in between and every recorded pose meets the tolerance.
-        if ns_active and (within or not have_conv):
-            z = -fp[FP_NS_GAIN] * gradient(q, chain, lower, upper, sw, ns_weights, q_pref, pole,
-                                           elbow, elbow_offset, R_out, p_out, a_out)
-            nz = nullspace_projector(J, fp[FP_CUTOFF]) @ z
-            if have_conv:
-                ns_done += 1
-                largest = np.abs(nz).max()
-                if largest < NS_SETTLED:
-                    return CONVERGED
-                if largest > NS_MAX_STEP:
-                    nz *= NS_MAX_STEP / largest
-            dq += nz
-        largest = np.abs(dq).max()
-        if largest > fp[FP_MAX_STEP]:
-            dq *= fp[FP_MAX_STEP] / largest
+        if monotonic() >= deadline:
+            status = TIMED_OUT
+            break
+        Jw = _task_jacobian(chain, Rt, fp, ip, ws)
+        if within:
+            dq = secondary_step(q, chain, lower, upper, ns_w, fp[FP_NS_GAIN], q_pref, fp[FP_POLE:FP_POLE + 3],
+                                ip[IP_ELBOW], fp[FP_ELBOW_OFFSET:FP_ELBOW_OFFSET + 3], Jw, Rt,
+                                fp[FP_SW:FP_SW + 6], ip[IP_TARGET_FRAME], fp[FP_CUTOFF], R_out, p_out, a_out)
+            ns_done += 1
+            if np.abs(dq).max() < NS_SETTLED:
+                return CONVERGED
+        else:
+            dq = step(ip[IP_METHOD], Jw, e, fp)
+            largest = np.abs(dq).max()
+            if largest > fp[FP_MAX_STEP]:
+                dq *= fp[FP_MAX_STEP] / largest
         for i in range(n_var):
             q[i] = min(upper[i], max(lower[i], q[i] + dq[i]))
         if have_conv:
@@ -224,61 +376,147 @@ def _attempt(q, chain, lower, upper, R_target, p_target, sw, method, fp, max_ite
             stall = 0
         else:
             stall += 1
-            if stall >= patience:
-                out[3] = np.linalg.svd(J)[1][-1]
+            if stall >= ip[IP_PATIENCE]:
+                out[3] = _sigma_min(Jw, fp)
                 return STALLED
     if have_conv:
         q[:] = q_conv
         kin.frames(q, origin_R, origin_p, axis, kind, var, mult, offset, R_out, p_out, a_out)
-        _task_error(R_target, p_target, R_out[n], p_out[n], e)
-        out[0], out[1] = _masked_errors(e, sw)
+        out[0], out[1], out[4] = _goal_error(Rt, pt, R_out[n], p_out[n], fp, ip, e)
         return CONVERGED
-    kin.point_jacobian(p_out, a_out, kind, var, mult, p_out[n], n - 1, J)
-    out[3] = np.linalg.svd(J)[1][-1]
-    return MAX_ITER
-
-
-# Layout of the int parameter vector: per-attempt limits and the attempt chunk.
-IP_MAX_ITER, IP_PATIENCE, IP_NS_ITERS, IP_ELBOW, IP_ATTEMPTS, IP_RESEED, IP_SEED, IP_FIRST_FROM_SEED = range(8)
-# Layout of the search kernel's report.
-OUT_POS, OUT_ROT, OUT_ITERS, OUT_SIGMA, OUT_ATTEMPTS, OUT_STATUS = range(6)
+    out[3] = _sigma_min(_task_jacobian(chain, Rt, fp, ip, ws), fp)
+    return status
 
 
 @njit(cache=True)
-def _search_chunk(q, chain, lower, upper, R_target, p_target, sw, method, fp, ip,
-                  ns_weights, q_pref, pole, elbow_offset, best_q, report):
-    """Run up to ip[IP_ATTEMPTS] attempts: from q first (if asked), then from random starts.
+def _wrap_near(q, seed, lower):
+    """Continuous joints (infinite limits) moved by whole turns to lie within pi of the seed."""
+    for i in range(q.shape[0]):
+        if not np.isfinite(lower[i]):
+            q[i] = seed[i] + (np.remainder(q[i] - seed[i] + np.pi, 2 * np.pi) - np.pi)
 
-    Random starts are uniform within lower/upper, which for continuous joints
-    the caller sets to seed +- pi.
-    Returns CONVERGED with the solution in q, or the status of the best
-    attempt so far, whose joints stay in best_q and errors in report.
-    Restarts live here, not in Python, because a Python round trip per
-    attempt costs more than a whole converging attempt.
+
+@njit(cache=True)
+def _limit_factor(q, lower, upper):
+    f = 1.0
+    for i in range(q.shape[0]):
+        if np.isfinite(lower[i]) and upper[i] > lower[i]:
+            d = min(q[i] - lower[i], upper[i] - q[i]) / (upper[i] - lower[i])
+            f *= 1.0 - np.exp(-LIMIT_SHARPNESS * d)
+    return f
+
+
+@njit(cache=True)
+def _score(q, seed, chain, lower, upper, Rt, fp, ip, ws):
+    """Rank of a converged solution, lower is better; sets RP_POLE_SIDE and RP_JUMP for it."""
+    origin_R, origin_p, axis, kind, var, mult, offset = chain
+    R_out, p_out, a_out, J, e = ws
+    linf = np.abs(q - seed).max()
+    score = linf
+    side = 1.0
+    if ip[IP_MODE] == MODE_MANIPULABILITY or ip[IP_ELBOW] >= 0:
+        kin.frames(q, origin_R, origin_p, axis, kind, var, mult, offset, R_out, p_out, a_out)
+        if ip[IP_ELBOW] >= 0:
+            side = pole_side(p_out, R_out, ip[IP_ELBOW], fp[FP_ELBOW_OFFSET:FP_ELBOW_OFFSET + 3],
+                             fp[FP_POLE:FP_POLE + 3])
+        if ip[IP_MODE] == MODE_MANIPULABILITY:
+            Jw = _task_jacobian(chain, Rt, fp, ip, ws)
+            score = -weighted_manipulability(Jw) * _limit_factor(q, lower, upper)
+    if side <= 0.0:
+        score += WRONG_SIDE
+    return score, linf, side > 0.0
+
+
+@njit(cache=True)
+def _offer(q, seed, chain, lower, upper, Rt, fp, ip, ws, work, report):
+    """Keep q if it ranks best so far; True when the search may stop (mode 'first', no jump, pole side)."""
+    score, linf, side_ok = _score(q, seed, chain, lower, upper, Rt, fp, ip, ws)
+    if report[RP_CHOSEN] == 0.0 or score < report[RP_SCORE]:
+        work[W_CHOSEN] = q
+        report[RP_CHOSEN] = 1.0
+        report[RP_SCORE] = score
+        report[RP_POLE_SIDE] = 1.0 if side_ok else 0.0
+        report[RP_JUMP] = linf
+    return ip[IP_MODE] == MODE_FIRST and side_ok and linf <= fp[FP_JUMP]
+
+
+@njit(cache=True)
+def _search(seed, chain, lower, upper, slo, sup, Rt, pt, fp, ip, q_pref, deadline, rng, work, report):
+    """Run attempts from the seed, then from random starts in [slo, sup], until done, the deadline or max attempts.
+
+    Converged solutions go to ``_offer`` (or, with ip[IP_YIELD], back to the
+    caller as CANDIDATE in work[W_CAND]; calling again resumes the search).
     """
-    if ip[IP_RESEED]:
-        np.random.seed(ip[IP_SEED])
-    n_var = q.shape[0]
-    out = np.zeros(4)
-    status = MAX_ITER
-    for k in range(ip[IP_ATTEMPTS]):
-        if k > 0 or not ip[IP_FIRST_FROM_SEED]:
+    n_var = seed.shape[0]
+    ws = _workspace(chain[2].shape[0], n_var)
+    out = np.zeros(5)
+    max_attempts = ip[IP_MAX_ATTEMPTS]
+    if report[RP_DISTANCE] > fp[FP_REACH] and (max_attempts == 0 or max_attempts > UNREACHABLE_ATTEMPTS):
+        max_attempts = UNREACHABLE_ATTEMPTS
+    q = work[W_Q]
+    while max_attempts == 0 or report[RP_ATTEMPTS] < max_attempts:
+        if report[RP_ATTEMPTS] == 0:
+            q[:] = seed
+        else:
             for i in range(n_var):
-                q[i] = np.random.uniform(lower[i], upper[i])
-        status = _attempt(q, chain, lower, upper, R_target, p_target, sw, method, fp, ip[IP_MAX_ITER],
-                          ip[IP_PATIENCE], ns_weights, q_pref, pole, ip[IP_ELBOW], elbow_offset,
-                          ip[IP_NS_ITERS], out)
-        report[OUT_ATTEMPTS] += 1
-        report[OUT_ITERS] += out[2]
+                q[i] = slo[i] + (sup[i] - slo[i]) * _next_uniform(rng)
+        status = _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out)
+        report[RP_ATTEMPTS] += 1
+        report[RP_ITERS] += out[2]
         if status == CONVERGED:
-            report[OUT_POS], report[OUT_ROT] = out[0], out[1]
-            report[OUT_STATUS] = CONVERGED
-            return CONVERGED
-        if status != NOT_FINITE and out[0] + out[1] < report[OUT_POS] + report[OUT_ROT]:
-            best_q[:] = q
-            report[OUT_POS], report[OUT_ROT], report[OUT_SIGMA] = out[0], out[1], out[3]
-            report[OUT_STATUS] = status
-    return status
+            _wrap_near(q, seed, lower)
+            if ip[IP_YIELD]:
+                work[W_CAND] = q
+                return CANDIDATE
+            if _offer(q, seed, chain, lower, upper, Rt, fp, ip, ws, work, report):
+                return FINISHED
+        elif status != NOT_FINITE and out[4] < report[RP_BEST_ERR]:
+            work[W_BEST] = q
+            report[RP_BEST_ERR], report[RP_BEST_SIGMA], report[RP_BEST_STATUS] = out[4], out[3], status
+        if monotonic() >= deadline:
+            break
+    return FINISHED
+
+
+@njit(cache=True)
+def _conclude(seed, chain, lower, upper, Rt, pt, fp, ip, work, report, q_out):
+    """Fill q_out and the report's result fields (true errors, task error, sigma_min, reason code)."""
+    origin_R, origin_p, axis, kind, var, mult, offset = chain
+    n = axis.shape[0]
+    ws = _workspace(n, seed.shape[0])
+    R_out, p_out, a_out, J, e = ws
+    if report[RP_CHOSEN] > 0.0:
+        q_out[:] = work[W_CHOSEN]
+        reason = R_SUCCESS
+    else:
+        q_out[:] = work[W_BEST]
+        _wrap_near(q_out, seed, lower)
+        reason = _failure_reason(q_out, lower, upper, report)
+    for i in range(q_out.shape[0]):
+        q_out[i] = min(upper[i], max(lower[i], q_out[i]))
+    kin.frames(q_out, origin_R, origin_p, axis, kind, var, mult, offset, R_out, p_out, a_out)
+    _, _, report[RP_TASK] = _goal_error(Rt, pt, R_out[n], p_out[n], fp, ip, e)
+    d = pt - p_out[n]
+    report[RP_POS] = np.sqrt(d @ d)
+    w = rotation_error(Rt, R_out[n])
+    report[RP_ROT] = np.sqrt(w @ w)
+    report[RP_SIGMA] = _sigma_min(_task_jacobian(chain, Rt, fp, ip, ws), fp)
+    report[RP_REASON] = reason
+
+
+@njit(cache=True)
+def _failure_reason(q, lower, upper, report):
+    if report[RP_DISTANCE] > 0.0:
+        return R_UNREACHABLE
+    if not np.isfinite(report[RP_BEST_ERR]):
+        return R_TIMEOUT
+    if report[RP_BEST_STATUS] == STALLED:
+        if report[RP_BEST_SIGMA] < SINGULAR_SIGMA:
+            return R_SINGULAR
+        for i in range(q.shape[0]):
+            if abs(q[i] - lower[i]) < 1e-9 or abs(q[i] - upper[i]) < 1e-9:
+                return R_JOINT_LIMITS
+    return R_TIMEOUT
 
 
 SEED_OK, SEED_NOT_FINITE, SEED_OUTSIDE = 0, 1, 2
@@ -286,7 +524,7 @@ SEED_SLACK = 1e-6
 
 
 @njit(cache=True)
-def _prepare_seed(seed, lower, upper, continuous, clamped, search_lower, search_upper):
+def _prepare_seed(seed, lower, upper, clamped, search_lower, search_upper):
     """Check a seed, clamp it into the limits, and set the search bounds (continuous joints: seed +- pi)."""
     code = SEED_OK
     for i in range(seed.shape[0]):
@@ -295,161 +533,370 @@ def _prepare_seed(seed, lower, upper, continuous, clamped, search_lower, search_
         if seed[i] < lower[i] - SEED_SLACK or seed[i] > upper[i] + SEED_SLACK:
             code = SEED_OUTSIDE
         clamped[i] = min(upper[i], max(lower[i], seed[i]))
-        if continuous[i]:
-            search_lower[i], search_upper[i] = seed[i] - np.pi, seed[i] + np.pi
-        else:
+        if np.isfinite(lower[i]):
             search_lower[i], search_upper[i] = lower[i], upper[i]
+        else:
+            search_lower[i], search_upper[i] = seed[i] - np.pi, seed[i] + np.pi
     return code
 
 
-def wrap_near(q, reference, continuous):
-    """Continuous joints moved by whole turns to lie within pi of the reference."""
-    d = np.where(continuous, np.remainder(q - reference + np.pi, 2 * np.pi) - np.pi, q - reference)
-    return np.where(continuous, reference + d, q)
+@njit(cache=True)
+def _start(seed, chain, lower, upper, Rt, pt, fp, ip, index, bounds, rng, work, report):
+    """Per-solve set-up shared by solve and solve_batch: seed check, generator, report, reach distance."""
+    code = _prepare_seed(seed, lower, upper, work[W_Q], bounds[0], bounds[1])
+    if code != SEED_OK:
+        return code
+    work[W_BEST] = work[W_Q]
+    _seed_rng(rng, ip[IP_SEED], index)
+    report[:] = 0.0
+    report[RP_BEST_ERR] = np.inf
+    report[RP_BEST_STATUS] = MAX_ITER
+    d = pt - fp[FP_CENTER:FP_CENTER + 3]
+    distance = np.sqrt(d @ d)
+    if distance > fp[FP_REACH]:
+        report[RP_DISTANCE] = distance
+    return SEED_OK
+
+
+@njit(cache=True)
+def _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, deadline, rng, work, report, q_out):
+    """Validate the seed and solve one target: the single-solve kernel.  Returns a seed code or SEED_OK."""
+    Rt = np.ascontiguousarray(T[:3, :3])
+    pt = np.ascontiguousarray(T[:3, 3])
+    bounds = np.empty((2, seed.shape[0]))
+    code = _start(seed, chain, lower, upper, Rt, pt, fp, ip, 0, bounds, rng, work, report)
+    if code != SEED_OK:
+        return code
+    clamped = work[W_Q].copy()
+    if _search(clamped, chain, lower, upper, bounds[0], bounds[1], Rt, pt, fp, ip, q_pref, deadline, rng,
+               work, report) == CANDIDATE:
+        return -1
+    _conclude(clamped, chain, lower, upper, Rt, pt, fp, ip, work, report, q_out)
+    return SEED_OK
+
+
+@njit(cache=True, parallel=True)
+def _solve_batch(targets, seeds, chain, lower, upper, fp, ip, q_pref, Q_out, reports):
+    """Solve every item in parallel; each item has its own deadline and generator (index = item)."""
+    B = targets.shape[0]
+    n_var = seeds.shape[1]
+    for b in prange(B):
+        report = reports[b]
+        T = targets[b]
+        if pose_defect(T) != 0:
+            Q_out[b] = seeds[b]
+            report[RP_REASON] = R_INVALID
+            continue
+        work = np.empty((4, n_var))
+        rng = np.zeros(1, dtype=np.uint64)
+        Rt = np.ascontiguousarray(T[:3, :3])
+        pt = np.ascontiguousarray(T[:3, 3])
+        bounds = np.empty((2, n_var))
+        deadline = monotonic() + fp[FP_TIMEOUT]
+        if _start(seeds[b], chain, lower, upper, Rt, pt, fp, ip, b, bounds, rng, work, report) != SEED_OK:
+            for i in range(n_var):
+                Q_out[b, i] = seeds[b, i] if np.isfinite(seeds[b, i]) else 0.0
+            report[RP_REASON] = R_INVALID
+            continue
+        clamped = work[W_Q].copy()
+        _search(clamped, chain, lower, upper, bounds[0], bounds[1], Rt, pt, fp, ip, q_pref, deadline, rng,
+                work, report)
+        _conclude(clamped, chain, lower, upper, Rt, pt, fp, ip, work, report, Q_out[b])
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Options turned into kernel arguments, once per option set."""
+
+    options: SolverOptions
+    fp: np.ndarray
+    ip: np.ndarray
+    q_pref: np.ndarray
+
+
+#: Plans kept per solver for per-call overrides (least recently built dropped first).
+PLAN_CACHE_SIZE = 64
 
 
 class IKSolver:
     """Inverse kinematics of one chain: ``IKSolver(chain).solve(target_4x4, seed)``.
 
     Options are fixed per solver (``SolverOptions``) and may be overridden per
-    call by keyword, e.g. ``solve(T, q0, method='dls', timeout=0.01)``.
+    call by keyword, e.g. ``solve(T, q0, method='dls', timeout=0.01)``; plans
+    for override sets are cached, so an override costs about a dictionary look-up.
+    ``collision``: any object with ``check(q) -> None | (link_a, link_b)``;
+    converged solutions in collision are rejected and the search goes on.
+    Construction compiles or loads the single-solve kernels (``warm_up``).
     """
 
-    def __init__(self, chain, options=None, **overrides):
+    def __init__(self, chain, options=None, collision=None, **overrides):
+        if options is not None and not isinstance(options, SolverOptions):
+            raise ValueError(f'options must be a SolverOptions, got {type(options).__name__}')
+        if collision is not None and not callable(getattr(collision, 'check', None)):
+            raise ValueError('collision must have a check(q) method returning None or (link_a, link_b)')
         self.chain = chain
+        self.collision = collision
         self._reach = self._reach_bound()
-        self._has_continuous = bool(chain.continuous.any())
-        self.options = replace(options or SolverOptions(), **overrides)
+        self._limits = (np.ascontiguousarray(chain.lower, dtype=float), np.ascontiguousarray(chain.upper, dtype=float))
+        self._kin = tuple(np.ascontiguousarray(a) for a in chain.kin_args)
+        self.options = self._replace(options or SolverOptions(), overrides)
         self._plan = self._prepare(self.options)
+        self._plans = {}
+        _warm(self, batch=False)
 
+    # ----------------------------------------------------------------- public API
     def solve(self, target, seed=None, **overrides):
-        """Joint positions that put the tip at ``target`` (4x4, base frame).
+        """Joint positions that put the tip at ``target`` (4x4 pose, or a 3-vector: position only; base frame).
 
         ``seed`` defaults to the middle of the limits.  Raises ValueError on
         invalid input; every other failure is an IKResult with success False.
         """
         start = time.perf_counter()
-        plan = self._prepare(replace(self.options, **overrides)) if overrides else self._plan
-        target = check_pose(target)
-        seed, bounds = self._check_seed(seed)
-        d = target[:3, 3] - self.chain.origin_p[0]
-        if plan.reach_check and d @ d > self._reach * self._reach:
-            return self._unreachable(target, seed, bounds, plan, start, float(np.sqrt(d @ d)))
-        return self._search(target, seed, bounds, plan, start)
+        T = target
+        if not (type(T) is np.ndarray and T.shape == (4, 4) and T.dtype == np.float64 and T.flags.c_contiguous
+                and T.flags.writeable):
+            T, position_only = self._target(target)
+            if position_only:
+                overrides['position_only'] = True
+        if self.collision is not None:
+            overrides['_yield'] = True
+        plan = self._plan_for(overrides) if overrides else self._plan
+        if pose_defect(T):
+            check_pose(T)
+        seed = self._seed_array(seed)
+        n = self.chain.n
+        work = np.empty((4, n))
+        report = np.empty(RP_SIZE)
+        q_out = np.empty(n)
+        rng = np.zeros(1, dtype=np.uint64)
+        deadline = start + plan.options.timeout
+        code = _solve_one(T, seed, self._kin, *self._limits, plan.fp, plan.ip, plan.q_pref, deadline, rng, work,
+                          report, q_out)
+        if code > 0:
+            self._raise_seed(seed, code)
+        if code < 0:
+            return self._collision_search(T, seed, plan, deadline, rng, work, report, q_out, start)
+        return self._result(report, q_out, plan, start)
 
     def solve_batch(self, targets, seeds=None, **overrides):
-        """Solve many targets (B x 4 x 4), or one target from many seeds (seeds B x n)."""
-        targets = np.asarray(targets, dtype=float)
-        if targets.ndim == 2:
-            if seeds is None:
-                raise ValueError('solve_batch with one target needs a batch of seeds')
-            targets = np.broadcast_to(targets, (len(seeds), 4, 4))
-        if seeds is None:
-            seeds = [None] * len(targets)
-        elif len(seeds) != len(targets):
-            raise ValueError(f'{len(targets)} targets but {len(seeds)} seeds')
-        return [self.solve(t, s, **overrides) for t, s in zip(targets, seeds)]
+        """Solve many targets (B x 4 x 4, or B x 3 position-only), or one target from many seeds (seeds B x n).
 
-    def _unreachable(self, target, seed, bounds, plan, start, distance):
-        """Out of reach for certain: one chunk of attempts only, for the best approximation."""
-        result = self._search(target, seed, bounds, plan, start, one_chunk=True)
-        result.reason = REASON_UNREACHABLE
-        result.message = (f'target is {distance:.3f} m from the first joint, beyond the chain reach of '
-                          f'{self._reach:.3f} m; best approximation error {result.position_error:.3f} m')
-        return result
+        Runs in compiled code across all cores; each item has the solver's
+        timeout and its own random generator, so results do not depend on the
+        thread count.  An invalid item (bad pose, NaN seed, seed outside the
+        limits) gets reason 'invalid_input' and the rest go on.  With a
+        collision checker, successful items in collision become 'collision'
+        (no further search per item).
+        """
+        start = time.perf_counter()
+        targets, seeds, position_only = self._batch_arrays(targets, seeds)
+        if position_only:
+            overrides['position_only'] = True
+        plan = self._plan_for(overrides) if overrides else self._plan
+        B, n = seeds.shape
+        Q = np.empty((B, n))
+        reports = np.zeros((B, RP_SIZE))
+        _solve_batch(targets, seeds, self._kin, *self._limits, plan.fp, plan.ip, plan.q_pref, Q, reports)
+        codes = reports[:, RP_REASON].astype(np.int64)
+        if self.collision is not None:
+            for b in np.flatnonzero(codes == R_SUCCESS):
+                if self.collision.check(Q[b].copy()) is not None:
+                    codes[b] = R_COLLISION
+                    Q[b] = np.clip(seeds[b], self.chain.lower, self.chain.upper)
+        return BatchResult(Q, codes == R_SUCCESS, reports[:, RP_POS], reports[:, RP_ROT], reports[:, RP_TASK],
+                           reports[:, RP_ITERS].astype(np.int64), reports[:, RP_SIGMA],
+                           [REASONS[c] for c in codes], time.perf_counter() - start)
 
-    def _prepare(self, opts):
-        """Validate options and turn them into the kernel's arguments, once per option set."""
+    def warm_up(self):
+        """Load every kernel, the parallel batch one included (construction loads the single-solve ones)."""
+        _warm(self, batch=True)
+
+    # ----------------------------------------------------------------- plans
+    @staticmethod
+    def _replace(options, overrides):
+        unknown = set(overrides) - _OPTION_NAMES
+        if unknown:
+            raise ValueError(f"unknown solver option(s): {', '.join(sorted(unknown))}")
+        return replace(options, **overrides)
+
+    def _plan_for(self, overrides):
+        try:
+            key = tuple(sorted(overrides.items()))
+            plan = self._plans.get(key)
+        except TypeError:   # an unhashable value (a NullspaceGoals, a list): no caching
+            key, plan = None, None
+        if plan is None:
+            overrides = dict(overrides)
+            collision_yield = overrides.pop('_yield', False)
+            plan = self._prepare(self._replace(self.options, overrides), collision_yield)
+            if key is not None:
+                if len(self._plans) >= PLAN_CACHE_SIZE:
+                    self._plans.pop(next(iter(self._plans)))
+                self._plans[key] = plan
+        return plan
+
+    def _prepare(self, opts, collision_yield=False):
+        """Validate options and turn them into the kernel's arguments."""
         opts.validate()
         weights, q_pref, pole, elbow, elbow_offset = opts.nullspace.validate(self.chain)
-        fp = np.array([opts.alpha, opts.damping, opts.damping_max, opts.epsilon, opts.svd_cutoff,
-                       opts.lm_bias, opts.max_step, opts.position_tolerance,
-                       opts.orientation_tolerance, opts.nullspace.gain])
-        sw = np.sqrt(np.asarray(opts.weights, dtype=float))
-        ip = np.zeros(8, dtype=np.int64)
-        ip[IP_MAX_ITER], ip[IP_PATIENCE] = opts.max_iterations, opts.patience
-        ip[IP_NS_ITERS], ip[IP_ELBOW] = opts.nullspace.iterations, elbow
-        ip[IP_ATTEMPTS], ip[IP_SEED] = ATTEMPTS_PER_CHUNK, opts.random_seed
-        ns_args = (weights, q_pref, pole, np.ascontiguousarray(elbow_offset, dtype=float))
-        return _Plan(opts, method_id(opts.method), fp, sw, ip, ns_args, bool(sw[:3].any()))
+        w = opts.task_weights()
+        bounds = opts.task_bounds()
+        fp = np.zeros(FP_SIZE)
+        fp[:FP_TIMEOUT + 1] = [opts.alpha, opts.damping, opts.damping_max, opts.epsilon, opts.svd_cutoff,
+                               opts.lm_bias, opts.max_step, opts.position_tolerance, opts.orientation_tolerance,
+                               opts.nullspace.gain, opts.jump_threshold, self._reach_limit(w, bounds, opts),
+                               opts.timeout]
+        fp[FP_SW:FP_SW + 6] = np.sqrt(w)
+        fp[FP_BOUNDS:FP_BOUNDS + 6] = bounds
+        fp[FP_NS_W:FP_NS_W + 4] = weights if opts.nullspace.iterations > 0 else 0.0
+        fp[FP_POLE:FP_POLE + 3] = pole
+        fp[FP_ELBOW_OFFSET:FP_ELBOW_OFFSET + 3] = elbow_offset
+        fp[FP_CENTER:FP_CENTER + 3] = self.chain.origin_p[0]
+        ip = np.zeros(IP_SIZE, dtype=np.int64)
+        ip[IP_MAX_ITER], ip[IP_PATIENCE], ip[IP_NS_ITERS] = opts.max_iterations, opts.patience, \
+            opts.nullspace.iterations
+        ip[IP_ELBOW] = elbow if weights[3] > 0 else -1
+        ip[IP_MAX_ATTEMPTS], ip[IP_MODE] = opts.max_attempts, MODES.index(opts.mode)
+        ip[IP_TARGET_FRAME], ip[IP_BOUNDS] = opts.weights_frame == 'target', opts.bounds is not None
+        ip[IP_YIELD], ip[IP_SEED], ip[IP_METHOD] = collision_yield, opts.random_seed, method_id(opts.method)
+        return _Plan(opts, fp, ip, np.ascontiguousarray(q_pref, dtype=float))
 
-    def _search(self, target, seed, bounds, plan, start, one_chunk=False):
-        opts = plan.options
-        continuous = self.chain.continuous
-        lower, upper = bounds
-        R_target = np.ascontiguousarray(target[:3, :3])
-        p_target = np.ascontiguousarray(target[:3, 3])
-        ip = plan.ip.copy()
-        ip[IP_RESEED] = ip[IP_FIRST_FROM_SEED] = 1
-        report = _REPORT_START.copy()
-        best_q = seed.copy()
-        chosen = None
-        while True:
-            if opts.max_attempts:
-                ip[IP_ATTEMPTS] = min(ip[IP_ATTEMPTS], opts.max_attempts - int(report[OUT_ATTEMPTS]))
-            q = seed.copy()
-            status = _search_chunk(q, self.chain.kin_args, lower, upper, R_target, p_target, plan.sw,
-                                   plan.method, plan.fp, ip, *plan.ns_args, best_q, report)
-            ip[IP_RESEED] = ip[IP_FIRST_FROM_SEED] = 0
-            if status == CONVERGED:
-                q = wrap_near(q, seed, continuous) if self._has_continuous else q
-                if chosen is None or _linf(q, seed) < _linf(chosen[0], seed):
-                    chosen = (q, report[:2].copy())
-                if opts.mode == 'first':
-                    break
-                report[OUT_POS] = report[OUT_ROT] = np.inf
-            if one_chunk or time.perf_counter() - start >= opts.timeout \
-                    or report[OUT_ATTEMPTS] == opts.max_attempts:
-                break
-        iterations, attempts = int(report[OUT_ITERS]), int(report[OUT_ATTEMPTS])
-        if chosen is not None:
-            q, o = chosen
-            # Every iterate is clamped into the limits inside the kernel: nothing to clip here.
-            return IKResult(True, q, float(o[0]), float(o[1]), iterations, attempts - 1,
-                            time.perf_counter() - start)
-        return self._failure(best_q, report, seed, start, opts)
+    def _reach_limit(self, w, bounds, opts):
+        """Distance from the first joint beyond which the target is certainly out of reach (inf: no check).
 
-    def _failure(self, q, report, seed, start, opts):
-        pe, re, sigma, status = report[OUT_POS], report[OUT_ROT], report[OUT_SIGMA], report[OUT_STATUS]
-        iterations, attempts = int(report[OUT_ITERS]), int(report[OUT_ATTEMPTS])
-        q = wrap_near(q, seed, self.chain.continuous)
-        at_limit = np.any((np.abs(q - self.chain.lower) < 1e-9) | (np.abs(q - self.chain.upper) < 1e-9))
-        if not np.isfinite(pe):
-            reason, message = REASON_TIMEOUT, 'every attempt diverged to non-finite values'
-        else:
-            if status == STALLED and sigma < 1e-3:
-                reason = REASON_SINGULAR
-            elif status == STALLED and at_limit:
-                reason = REASON_JOINT_LIMITS
-            else:
-                reason = REASON_TIMEOUT
-            message = (f'no solution within tolerance after {attempts} attempts in {opts.timeout * 1e3:.1f} ms; '
-                       f'best error {pe:.2e} m, {re:.2e} rad')
-        return self._result(False, q, pe, re, iterations, attempts - 1, start, reason, message, sigma)
+        Only when every position axis is constrained: a free axis (weight 0 or
+        infinite bound) can make a far target reachable.
+        """
+        if np.any(w[:3] == 0) or not np.all(np.isfinite(bounds[:3])):
+            return np.inf
+        return self._reach + opts.position_tolerance + float(np.linalg.norm(bounds[:3]))
 
-    def _result(self, success, q, pe, re, iterations, restarts, start, reason, message, sigma_min=np.nan):
-        q = np.minimum(np.maximum(q, self.chain.lower), self.chain.upper)
-        return IKResult(success, q, float(pe), float(re), iterations, max(restarts, 0),
-                        time.perf_counter() - start, reason, message, float(sigma_min))
+    # ----------------------------------------------------------------- input checks
+    def _target(self, target):
+        """(4x4 contiguous float pose, position only?) from a 4x4 or a 3-vector; ValueError otherwise."""
+        try:
+            T = np.array(target, dtype=float, order='C')
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f'target must be a 4x4 pose or a 3-vector position: {exc}') from None
+        if T.shape == (3,):
+            if not np.all(np.isfinite(T)):
+                raise ValueError(f'target position contains NaN or inf: {T.tolist()}')
+            pose = np.eye(4)
+            pose[:3, 3] = T
+            return pose, True
+        if T.shape != (4, 4):
+            raise ValueError(f'target must be a 4x4 pose or a 3-vector position, got shape {T.shape}')
+        return T, False
 
-    def _check_seed(self, seed):
-        """(seed clamped into the limits, search bounds); ValueError for a bad seed."""
-        c = self.chain
-        bounds = (np.empty(c.n), np.empty(c.n))
+    def _seed_array(self, seed):
+        n = self.chain.n
         if seed is None:
-            seed = c.mid_configuration()
-        seed = np.asarray(seed, dtype=float)
-        if seed.shape != (c.n,):
-            raise ValueError(f'seed has {seed.size} values, the chain has {c.n} joints ({", ".join(c.joint_names)})')
-        clamped = np.empty(c.n)
-        code = _prepare_seed(seed, c.lower, c.upper, c.continuous, clamped, *bounds)
+            return self.chain.mid_configuration()
+        if type(seed) is np.ndarray and seed.shape == (n,) and seed.dtype == np.float64 \
+                and seed.flags.c_contiguous and seed.flags.writeable:
+            return seed
+        try:
+            array = np.array(seed, dtype=float, order='C')
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f'seed must be {n} joint positions: {exc}') from None
+        if array.shape != (n,):
+            raise ValueError(f'seed must be a vector of {n} joint positions ({", ".join(self.chain.joint_names)}), '
+                             f'got shape {array.shape}')
+        return array
+
+    def _raise_seed(self, seed, code):
+        c = self.chain
         if code == SEED_NOT_FINITE:
-            raise ValueError(f'seed contains NaN or inf: {seed.tolist()}')
-        if code == SEED_OUTSIDE:
-            outside = (seed < c.lower - SEED_SLACK) | (seed > c.upper + SEED_SLACK)
-            names = [n for n, o in zip(c.joint_names, outside) if o]
-            raise ValueError(f'seed is outside the joint limits for {", ".join(names)}')
-        return clamped, bounds
+            bad = [name for name, v in zip(c.joint_names, seed) if not np.isfinite(v)]
+            raise ValueError(f'seed contains NaN or inf for {", ".join(bad)}')
+        outside = (seed < c.lower - SEED_SLACK) | (seed > c.upper + SEED_SLACK)
+        names = [name for name, o in zip(c.joint_names, outside) if o]
+        raise ValueError(f'seed is outside the joint limits for {", ".join(names)}')
+
+    def _batch_arrays(self, targets, seeds):
+        n = self.chain.n
+        try:
+            T = np.array(targets, dtype=float)
+            S = None if seeds is None else np.array(seeds, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f'solve_batch needs numeric arrays: {exc}') from None
+        position_only = T.ndim in (1, 2) and T.shape[-1] == 3
+        if position_only:
+            P = T.reshape(-1, 3)
+            T = np.broadcast_to(np.eye(4), (len(P), 4, 4)).copy()
+            T[:, :3, 3] = P
+            if targets is not None and np.ndim(targets) == 1:
+                T = T[0]
+        if T.shape == (4, 4):
+            if S is None or S.ndim != 2:
+                raise ValueError('solve_batch with one target needs a batch of seeds (B x n)')
+            T = np.broadcast_to(T, (len(S), 4, 4))
+        if T.ndim != 3 or T.shape[1:] != (4, 4):
+            raise ValueError(f'targets must be B x 4 x 4 poses or B x 3 positions, got shape {T.shape}')
+        if S is None:
+            S = np.broadcast_to(self.chain.mid_configuration(), (len(T), n))
+        elif S.shape == (n,):
+            S = np.broadcast_to(S, (len(T), n))
+        if S.shape != (len(T), n):
+            raise ValueError(f'seeds must be {len(T)} x {n} (one per target), got shape {S.shape}')
+        return np.ascontiguousarray(T), np.ascontiguousarray(S), position_only
+
+    # ----------------------------------------------------------------- results
+    def _collision_search(self, T, seed, plan, deadline, rng, work, report, q_out, start):
+        """Run the search with a Python collision check on every converged candidate."""
+        Rt, pt = np.ascontiguousarray(T[:3, :3]), np.ascontiguousarray(T[:3, 3])
+        clamped = np.minimum(np.maximum(seed, self.chain.lower), self.chain.upper)
+        search_bounds = np.empty((2, len(seed)))
+        _prepare_seed(seed, *self._limits, np.empty(len(seed)), search_bounds[0], search_bounds[1])
+        ws = _workspace(len(self._kin[2]), len(seed))
+        collided, best_pair, best_score = 0, None, np.inf
+        status = CANDIDATE
+        while status == CANDIDATE:
+            q = work[W_CAND].copy()
+            pair = self.collision.check(q.copy())
+            if pair is None:
+                if _offer(q, clamped, self._kin, *self._limits, Rt, plan.fp, plan.ip, ws, work, report):
+                    break
+            else:
+                collided += 1
+                score = _score(q, clamped, self._kin, *self._limits, Rt, plan.fp, plan.ip, ws)[0]
+                if score < best_score:
+                    best_pair, best_score = tuple(pair), score
+            if time.perf_counter() >= deadline:
+                break
+            status = _search(clamped, self._kin, *self._limits, search_bounds[0], search_bounds[1], Rt, pt,
+                             plan.fp, plan.ip, plan.q_pref, deadline, rng, work, report)
+        if report[RP_CHOSEN] == 0.0 and collided:
+            work[W_BEST] = clamped
+            report[RP_BEST_ERR] = np.inf
+        _conclude(clamped, self._kin, *self._limits, Rt, pt, plan.fp, plan.ip, work, report, q_out)
+        result = self._result(report, q_out, plan, start)
+        if not result.success and collided:
+            result.reason = REASON_COLLISION
+            result.message = (f'{collided} solution(s) found, all in collision; the best one collides '
+                              f'{best_pair[0]} with {best_pair[1]}; returning the seed')
+        return result
+
+    def _result(self, report, q, plan, start):
+        reason = int(report[RP_REASON])
+        success = reason == R_SUCCESS
+        attempts = int(report[RP_ATTEMPTS])
+        message = '' if success else self._message(reason, report, plan.options)
+        if success and plan.ip[IP_ELBOW] >= 0 and not report[RP_POLE_SIDE]:
+            message = 'no solution with the elbow on the pole side was found within the timeout'
+        return IKResult(success, q, float(report[RP_POS]), float(report[RP_ROT]), int(report[RP_ITERS]),
+                        max(attempts - 1, 0), time.perf_counter() - start, REASONS[reason], message,
+                        float(report[RP_SIGMA]), float(report[RP_TASK]))
+
+    def _message(self, reason, report, opts):
+        attempts = int(report[RP_ATTEMPTS])
+        if reason == R_UNREACHABLE:
+            return (f'target is {report[RP_DISTANCE]:.3f} m from the first joint, beyond the chain reach of '
+                    f'{self._reach:.3f} m; best approximation error {report[RP_POS]:.3f} m')
+        if not np.isfinite(report[RP_BEST_ERR]):
+            return f'every one of {attempts} attempts diverged to non-finite values'
+        return (f'no solution within tolerance after {attempts} attempts in {opts.timeout * 1e3:.1f} ms; '
+                f'best error {report[RP_POS]:.2e} m, {report[RP_ROT]:.2e} rad (task error {report[RP_TASK]:.2e})')
 
     def _reach_bound(self):
         """Upper bound on the tip's distance from the first joint: link lengths plus prismatic travel."""
@@ -462,21 +909,37 @@ class IKSolver:
         return reach
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """Options turned into kernel arguments."""
-
-    options: SolverOptions
-    method: int
-    fp: np.ndarray
-    sw: np.ndarray
-    ip: np.ndarray
-    ns_args: tuple
-    reach_check: bool   # a position goal exists, so an out-of-reach target fails at once
+_WARM = set()
 
 
-def _linf(q, seed):
-    return float(np.abs(q - seed).max())
+class _FirstCollides:
+    """A collision checker stand-in that rejects the first solution only: runs every collision-path kernel."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def check(self, q):
+        self.calls += 1
+        return ('warm', 'up') if self.calls == 1 else None
+
+
+def _warm(solver, batch):
+    """Load (or compile) the kernels once per process; kernel types do not depend on the robot."""
+    q = solver.chain.mid_configuration()
+    T = solver.chain.fk(q)
+    if 'solve' not in _WARM:
+        _WARM.add('solve')
+        solver.solve(T, q, max_attempts=1, timeout=10.0)
+        IKSolver(solver.chain, collision=_FirstCollides()).solve(T, q, max_attempts=3, timeout=10.0)
+    if batch and 'batch' not in _WARM:
+        solver.solve_batch(T[None], q[None], max_attempts=1, timeout=10.0)
+        _WARM.add('batch')
+
+
+def wrap_near(q, reference, continuous):
+    """Continuous joints moved by whole turns to lie within pi of the reference."""
+    d = np.where(continuous, np.remainder(q - reference + np.pi, 2 * np.pi) - np.pi, q - reference)
+    return np.where(continuous, reference + d, q)
 
 
 def sigma_min(J):
@@ -484,5 +947,5 @@ def sigma_min(J):
     return float(np.linalg.svd(J, compute_uv=False)[-1])
 
 
-__all__ = ['IKSolver', 'IKResult', 'SolverOptions', 'NullspaceGoals', 'METHOD_NAMES', 'manipulability',
-           'sigma_min', 'wrap_near']
+__all__ = ['IKSolver', 'IKResult', 'BatchResult', 'SolverOptions', 'NullspaceGoals', 'METHOD_NAMES', 'REASONS',
+           'rotation_error', 'sigma_min', 'wrap_near']

@@ -19,10 +19,12 @@ def quaternion_to_matrix(q):
         raise ValueError(f'quaternion must have 4 elements (x, y, z, w), got shape {q.shape}')
     if not np.all(np.isfinite(q)):
         raise ValueError(f'quaternion contains NaN or inf: {q.tolist()}')
-    norm = np.linalg.norm(q)
-    if norm < 1e-9:
+    # Scale by the largest component first: squaring components above ~1.3e154 would overflow to inf.
+    largest = np.abs(q).max()
+    if largest < 1e-9:
         raise ValueError('zero quaternion: it does not describe a rotation')
-    x, y, z, w = q / norm
+    q = q / largest
+    x, y, z, w = q / np.linalg.norm(q)
     return np.array([
         [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
@@ -101,8 +103,8 @@ _ROTATION_DEFECTS = {1: 'contains NaN or inf', 2: 'is not orthonormal', 3: 'is a
 
 
 @njit(cache=True)
-def _pose_defect(T):
-    """0 if T is a valid homogeneous transform, else a code for _POSE_DEFECTS."""
+def pose_defect(T):
+    """0 if T is a valid homogeneous transform, else a code for POSE_DEFECTS."""
     for r in range(3):
         if not np.isfinite(T[r, 3]):
             return 4
@@ -111,8 +113,34 @@ def _pose_defect(T):
     return _rotation_defect(T[:3, :3])
 
 
-_POSE_DEFECTS = {4: 'position contains NaN or inf', 5: 'last row must be [0, 0, 0, 1]',
-                 **{k: f'rotation {v}' for k, v in _ROTATION_DEFECTS.items()}}
+POSE_DEFECTS = {4: 'position contains NaN or inf', 5: 'last row must be [0, 0, 0, 1]',
+                **{k: f'rotation {v}' for k, v in _ROTATION_DEFECTS.items()}}
+
+
+@njit(cache=True)
+def rotation_error(R_target, R):
+    """Rotation vector of R_target R^T: the base-frame rotation that takes R to R_target (compiled)."""
+    E = np.empty((3, 3))
+    for r in range(3):
+        for k in range(3):
+            E[r, k] = R_target[r, 0] * R[k, 0] + R_target[r, 1] * R[k, 1] + R_target[r, 2] * R[k, 2]
+    c = min(1.0, max(-1.0, 0.5 * (E[0, 0] + E[1, 1] + E[2, 2] - 1.0)))
+    angle = np.arccos(c)
+    w = np.array([E[2, 1] - E[1, 2], E[0, 2] - E[2, 0], E[1, 0] - E[0, 1]])
+    if angle < 1e-6:
+        return 0.5 * w
+    if np.pi - angle < 1e-4:
+        k = 0
+        for i in range(1, 3):
+            if E[i, i] > E[k, k]:
+                k = i
+        axis = E[:, k].copy()
+        axis[k] += 1.0
+        axis /= np.sqrt(2.0 * (1.0 + E[k, k]))
+        if axis @ w < 0.0:
+            axis = -axis
+        return angle * axis
+    return angle / (2.0 * np.sin(angle)) * w
 
 
 def pose_error(T_target, T):
@@ -126,9 +154,9 @@ def check_pose(T, what='target pose'):
     T = np.asarray(T, dtype=float)
     if T.shape != (4, 4):
         raise ValueError(f'{what} must be a 4x4 transform, got shape {T.shape}')
-    defect = _pose_defect(T)
+    defect = pose_defect(np.ascontiguousarray(T))
     if defect:
-        raise ValueError(f'{what} {_POSE_DEFECTS[defect]}')
+        raise ValueError(f'{what} {POSE_DEFECTS[defect]}')
     return T
 
 

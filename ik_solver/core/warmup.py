@@ -2,8 +2,10 @@
 
 numba compiles on first call and caches the machine code on disk
 (``cache=True``).  Kernel types do not depend on the robot, so one pass over
-a two-joint chain makes the first real solve fast.  ``python -m
-ik_solver.warmup`` fills the on-disk cache (the set-up script runs it).
+a three-joint chain makes the first real solve fast.  ``python -m
+ik_solver.core.warmup`` fills the on-disk cache (the set-up script runs it);
+in a running process, ``IKSolver(...)`` loads the single-solve kernels and
+``IKSolver.warm_up()`` the batch kernel too.
 """
 import numpy as np
 
@@ -32,6 +34,7 @@ def warm_up():
                            pole_target=np.zeros(3), iterations=1)
     for method in METHOD_NAMES:
         IKSolver(chain, method=method, max_attempts=2).solve(target, q)
+    IKSolver(chain).warm_up()
     IKSolver(chain, nullspace=goals, weights=(1, 1, 1, 0, 0, 0)).solve(target, q)
     far = target.copy()
     far[0, 3] = 10.0
