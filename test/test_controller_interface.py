@@ -308,6 +308,7 @@ def test_absent_server_and_transport_errors_are_rejections():
 @pytest.fixture
 def ros_context():
     """Yield a node factory: an rclpy context of its own on a private domain, an executor in a thread."""
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=100 + os.getpid() % 100)
     executor = MultiThreadedExecutor(num_threads=4, context=context)
@@ -319,7 +320,6 @@ def ros_context():
         executor.add_node(node)
         nodes.append(node)
         return node
-    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     thread.start()
     yield add
     executor.shutdown()
