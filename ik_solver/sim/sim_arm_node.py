@@ -22,6 +22,18 @@ the arm and world objects are published at ``publish_rate``;
 ``~/enable_joint_states`` stops and restarts the state stream while the
 physics keeps running (a dead joint_state_broadcaster).  Every topic is
 relative, so two sims in different namespaces coexist.
+
+Formats (std_msgs/String carries JSON):
+
+- ``~/measured_accelerations``: Float64MultiArray in chain order, the joint
+  accelerations the physics realised in the step just before the matching
+  joint_states (velocity change of that step / timestep);
+- ``~/limit_violations``: ``{"controller", "command", "violations": [{"joint",
+  "quantity" (position|velocity|acceleration), "value", "limit", "time"}]}``,
+  one message per trajectory (when it ends or is preempted) or per stream
+  command; the worst excursion per joint and quantity;
+- ``~/contacts``: ``[{"link", "object", "distance"}]`` (distance < 0:
+  penetration), at ``publish_rate`` while there are any.
 """
 import json
 import threading
@@ -42,7 +54,7 @@ from ..collision.scene import load_scene
 from ..core.chain import chain_from_robot
 from ..core.urdf import parse_robot
 from ..motion import jtc
-from ..motion.limits import JointLimits
+from ..motion.limits import JointLimits, load_joint_limits
 from ..ros.messages import matrix_to_pose
 from ..ros.spin import run_node
 
@@ -146,7 +158,6 @@ class SimArmNode(Node):
     def _limits(self, chain, joint_limits_file):
         """Limits to report against: URDF positions and velocities, accelerations from the file only."""
         if joint_limits_file:
-            from ..motion.limits import load_joint_limits  # H3's loader; at module level once it is committed
             loaded = load_joint_limits(chain, joint_limits_file)
             for note in loaded.notes:
                 self.get_logger().info(f'limits: {note}')
@@ -195,6 +206,13 @@ class SimArmNode(Node):
     # -- physics thread ---------------------------------------------------------------------
 
     def _run(self):
+        try:
+            self._loop()
+        except Exception:  # noqa: B902 (publishing races the context's shutdown at exit: not an error then)
+            if self._running and self.context.ok():
+                raise
+
+    def _loop(self):
         dt = self.sim.timestep
         wall_start = next_step = time.monotonic()
         steps = 0
