@@ -158,6 +158,17 @@ def test_the_arm_touches_world_objects_but_never_itself():
     assert np.abs(sim.positions - DOWN).max() > 0.01  # the table stopped the arm
 
 
+def test_a_contact_between_two_polls_is_not_missed():
+    sim = ArmSimulation('urdf/ik7.urdf.xacro', initial_positions=HOME, obstacles=[TABLE])
+    for target, steps in ((DOWN, 1500), (HOME, 1500)):  # into the table and back out, one poll at the end
+        for _ in range(steps):
+            sim.command(target, np.zeros(7))
+            sim.step()
+    contacts = sim.contacts()
+    assert {c[1] for c in contacts} == {'table'} and min(c[2] for c in contacts) < 0.0
+    assert sim.contacts() == []  # cleared, and none at home
+
+
 def test_world_objects_need_a_known_fixed_frame():
     with pytest.raises(ValueError, match='moves with the arm'):
         ArmSimulation('urdf/ik7.urdf.xacro', obstacles=[make_obstacle('cup', 'sphere', [0.05], frame='link7')])

@@ -66,6 +66,7 @@ class ArmSimulation:
         self._qvel = np.array([self.model.joint(n).dofadr[0] for n in names])
         self._geom_label = self._geom_labels()
         self._detect_contacts = bool(obstacles)
+        self._contacts = {}  # (link, object) -> deepest distance since the last contacts()
         self.kinematic = kinematic
         self.acceleration = np.zeros(len(names))
         if initial_positions is not None:
@@ -127,19 +128,24 @@ class ArmSimulation:
             self._mujoco.mj_step(self.model, self.data)
         if measure:
             self.acceleration = (self.data.qvel[self._qvel] - before) / self.timestep
+        if self._detect_contacts and self.data.ncon:
+            self._collect_contacts()
+
+    def _collect_contacts(self):
+        n = self.data.ncon
+        label = self._geom_label
+        for (g1, g2), dist in zip(self.data.contact.geom[:n], self.data.contact.dist[:n]):
+            pair = (label[g1], label[g2]) if self.model.geom_contype[g1] == ARM_BITS[0] else (label[g2], label[g1])
+            self._contacts[pair] = min(float(dist), self._contacts.get(pair, np.inf))
 
     def contacts(self):
-        """Arm-world contacts now: list of (link, object, distance [m], negative = penetration)."""
-        n = self.data.ncon
-        if n == 0:
-            return []
-        label = self._geom_label
-        found = []
-        for (g1, g2), dist in zip(self.data.contact.geom[:n], self.data.contact.dist[:n]):
-            if self.model.geom_contype[g1] == ARM_BITS[0]:  # arm geom first
-                found.append((label[g1], label[g2], float(dist)))
-            else:
-                found.append((label[g2], label[g1], float(dist)))
+        """Arm-world contacts in any step since the last call: list of (link, object, deepest distance [m]).
+
+        A negative distance is a penetration.  Every step is watched, so a
+        contact shorter than the caller's polling period is not missed.
+        """
+        found = [(link, other, dist) for (link, other), dist in self._contacts.items()]
+        self._contacts = {}
         return found
 
     def link_pose(self, link, reference):

@@ -32,8 +32,9 @@ Formats (std_msgs/String carries JSON):
   "quantity" (position|velocity|acceleration), "value", "limit", "time"}]}``,
   one message per trajectory (when it ends or is preempted) or per stream
   command; the worst excursion per joint and quantity;
-- ``~/contacts``: ``[{"link", "object", "distance"}]`` (distance < 0:
-  penetration), at ``publish_rate`` while there are any.
+- ``~/contacts``: ``[{"link", "object", "distance"}]``, every arm-world pair
+  in contact in any physics step since the last message, with its deepest
+  distance (< 0: penetration), at ``publish_rate`` while there are any.
 """
 import json
 import threading
