@@ -298,6 +298,8 @@ def fill_controller_state(msg, stamp, joint_names, reference, q, v):
     msg.feedback = JointTrajectoryPoint(positions=q.tolist(), velocities=v.tolist())
     msg.error = JointTrajectoryPoint(positions=(q_ref - q).tolist(), velocities=(v_ref - v).tolist())
     msg.output = JointTrajectoryPoint(positions=q_ref.tolist())
+    if hasattr(msg, 'speed_scaling_factor'):  # kilted and later: this controller never scales
+        msg.speed_scaling_factor = 1.0
 
 
 def main(args=None):
