@@ -213,6 +213,19 @@ def test_check_path_catches_a_thin_obstacle_between_waypoints():
     assert model.check_path(np.array([start, start])) is None
     # Checked only at the ends (a step as long as the move), the wall is missed: the step matters.
     assert model.check_path(np.array([start, end]), max_step=3.0) is None
+    # A dense trajectory through the wall: caught within max_step of its first colliding sample, with one check
+    # per max_step of joint travel rather than one per sample.
+    dense = np.linspace(start, end, 2001)
+    checked = []
+    original = model.check
+    model.check = lambda q: checked.append(q) or original(q)
+    index, pair = model.check_path(dense)
+    del model.check
+    hit = next(k for k, q in enumerate(dense) if model.check(q) is not None)
+    assert pair[1] == 'wall' and hit <= index <= hit + 10  # 10 samples = 0.01 rad
+    assert len(checked) <= (2.0 * index / 2000) / (0.01 - 0.001) + 2  # travel / (max_step - sample step)
+    travel = np.abs(np.diff(np.array(checked), axis=0)).max()
+    assert travel <= 0.01 + 1e-12
 
 
 def test_panda_meshes_srdf_and_convex_hulls_are_conservative(panda_files):

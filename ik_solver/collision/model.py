@@ -205,8 +205,10 @@ class CollisionModel:
     def check_path(self, Q, max_step=MAX_JOINT_STEP):
         """First collision along the joint path Q (K x n), as (index, pair), or None.
 
-        Between consecutive waypoints the path is straight in joint space and checked so that no joint moves
-        more than ``max_step`` between checks; ``index`` is the waypoint whose segment (or itself) collides.
+        Between consecutive waypoints the path is straight in joint space.  It is checked so that no joint
+        travels more than ``max_step`` between two checks: a densely sampled trajectory is checked every few
+        samples, a sparse one between its waypoints too.  ``index``: the waypoint at which (or on the segment
+        ending at which) the collision was found; it starts after the previous check, within ``max_step``.
         """
         Q = np.asarray(Q, dtype=float)
         n = len(self.joint_names)
@@ -214,11 +216,10 @@ class CollisionModel:
             raise ValueError(f'expected a path of shape (K, {n}), got {Q.shape}')
         if not max_step > 0:
             raise ValueError(f'max_step must be positive, got {max_step}')
-        for index in range(len(Q)):
-            for q in _segment(Q[index - 1], Q[index], max_step) if index else Q[:1]:
-                pair = self.check(q)
-                if pair is not None:
-                    return index, pair
+        for index, q in _checkpoints(Q, max_step):
+            pair = self.check(q)
+            if pair is not None:
+                return index, pair
         return None
 
     # -- construction helpers --------------------------------------------------------------------------------
@@ -249,10 +250,32 @@ class CollisionModel:
         return pairs
 
 
-def _segment(start, end, max_step):
-    """Points after ``start`` up to ``end`` on the straight joint-space segment, no joint moving more than max_step."""
+def _checkpoints(Q, max_step):
+    """Yield (waypoint index, q) along the path Q so that every joint travels at most max_step between two."""
+    yield 0, Q[0]
+    travel = np.zeros(Q.shape[1])
+    for index in range(1, len(Q)):
+        step = np.abs(Q[index] - Q[index - 1])
+        if np.max(travel + step) <= max_step:
+            travel += step
+            continue
+        if np.any(travel > 0):
+            yield index - 1, Q[index - 1]
+        if np.max(step) <= max_step:
+            travel = step
+            continue
+        for q in _between(Q[index - 1], Q[index], max_step):
+            yield index, q
+        yield index, Q[index]
+        travel = np.zeros(Q.shape[1])
+    if np.any(travel > 0):
+        yield len(Q) - 1, Q[-1]
+
+
+def _between(start, end, max_step):
+    """Points strictly between ``start`` and ``end`` on the straight segment, no joint moving more than max_step."""
     count = max(1, math.ceil(float(np.max(np.abs(end - start))) / max_step))
-    return [start + (end - start) * (i / count) for i in range(1, count + 1)]
+    return [start + (end - start) * (i / count) for i in range(1, count)]
 
 
 def _configure_requests(geometry_data, padding):
