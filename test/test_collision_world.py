@@ -2,7 +2,8 @@
 import pathlib
 from types import SimpleNamespace as NS
 
-from ik_solver.collision.markers import ADD, CUBE, CYLINDER, DELETE, DELETEALL, obstacle_from_marker, SPHERE
+from ik_solver.collision.markers import (ADD, CUBE, CYLINDER, DELETE, DELETEALL, marker_shape, obstacle_from_marker,
+                                         SPHERE)
 from ik_solver.collision.scene import SceneError
 from ik_solver.collision.world import collision_from_parameters
 from ik_solver.core.chain import load_chain
@@ -41,6 +42,14 @@ def test_marker_sizes_follow_rviz():
         obstacle_from_marker(_marker(4, type_=4))
     with pytest.raises(SceneError, match='positive'):
         obstacle_from_marker(_marker(5, scale=(0.1, 0.0, 0.1)))
+
+
+@pytest.mark.parametrize('type_, scale', [(CUBE, (0.1, 0.2, 0.3)), (SPHERE, (0.4, 0.4, 0.4)),
+                                          (CYLINDER, (0.1, 0.1, 0.6))])
+def test_marker_shape_round_trip(type_, scale):
+    obstacle = obstacle_from_marker(_marker(1, type_, scale=scale, position=(1, 2, 3), orientation=(0, 0.6, 0, 0.8)))
+    assert marker_shape(obstacle) == (type_, pytest.approx(scale))
+    np.testing.assert_allclose(obstacle.pose[:3, 3], [1, 2, 3])
 
 
 def test_add_replace_delete_and_deleteall(world):

@@ -67,7 +67,7 @@ class ConfigurationMap:
             A[self._rows[name], column] = 1.0
         for name in self._mimic:
             self._follow(name, A, b, set())
-        self._A, self._b = A, b
+        self._affine = (A, b)  # one store: a concurrent full() never mixes old and new
 
     def _follow(self, name, A, b, visiting):
         """Fill the row of the mimic joint ``name`` from its master's (resolved first)."""
@@ -87,7 +87,8 @@ class ConfigurationMap:
 
     def full(self, q):
         """Pinocchio configuration (nq,) of the robot at chain configuration ``q``."""
-        values = self._A @ q + self._b
+        A, b = self._affine
+        values = A @ q + b
         config = self._neutral.copy()
         config[self._single[:, 1]] = values[self._single[:, 0]]
         angles = values[self._cos_sin[:, 0]]

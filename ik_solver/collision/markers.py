@@ -18,6 +18,15 @@ ADD, DELETE, DELETEALL = 0, 2, 3
 SHAPES = {CUBE: 'box', SPHERE: 'sphere', CYLINDER: 'cylinder'}
 
 
+def marker_shape(obstacle):
+    """Return (marker type, (scale x, y, z)) drawing ``obstacle`` in RViz: the inverse of obstacle_from_marker."""
+    if obstacle.shape == 'box':
+        return CUBE, tuple(obstacle.size)
+    if obstacle.shape == 'sphere':
+        return SPHERE, (2 * obstacle.size[0],) * 3
+    return CYLINDER, (2 * obstacle.size[0], 2 * obstacle.size[0], obstacle.size[1])
+
+
 def marker_name(marker):
     """Name of the world object a marker adds or deletes: ``<ns>/<id>`` (``<id>`` when ns is empty)."""
     return f'{marker.ns}/{marker.id}' if marker.ns else str(marker.id)
