@@ -67,7 +67,11 @@ class ConfigurationMap:
             A[self._rows[name], column] = 1.0
         for name in self._mimic:
             self._follow(name, A, b, set())
-        self._affine = (A, b)  # one store: a concurrent full() never mixes old and new
+        # Straight into Pinocchio's q: config = M q + c, and the angles of continuous joints = Ac q + bc.
+        M, c = np.zeros((len(self._neutral), n)), self._neutral.copy()
+        M[self._single[:, 1]], c[self._single[:, 1]] = A[self._single[:, 0]], b[self._single[:, 0]]
+        rows = self._cos_sin[:, 0]
+        self._affine = (M, c, A[rows], b[rows])  # one store: a concurrent full() never mixes old and new
 
     def _follow(self, name, A, b, visiting):
         """Fill the row of the mimic joint ``name`` from its master's (resolved first)."""
@@ -87,11 +91,10 @@ class ConfigurationMap:
 
     def full(self, q):
         """Pinocchio configuration (nq,) of the robot at chain configuration ``q``."""
-        A, b = self._affine
-        values = A @ q + b
-        config = self._neutral.copy()
-        config[self._single[:, 1]] = values[self._single[:, 0]]
-        angles = values[self._cos_sin[:, 0]]
-        config[self._cos_sin[:, 1]] = np.cos(angles)
-        config[self._cos_sin[:, 1] + 1] = np.sin(angles)
+        M, c, Ac, bc = self._affine
+        config = M @ q + c
+        if len(bc):
+            angles = Ac @ q + bc
+            config[self._cos_sin[:, 1]] = np.cos(angles)
+            config[self._cos_sin[:, 1] + 1] = np.sin(angles)
         return config

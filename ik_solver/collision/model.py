@@ -58,6 +58,7 @@ class CollisionModel:
         self.links = [link.name for link in robot.links]
         self.model = pinocchio.buildModelFromXML(_without_geometry(root))
         self._data = self.model.createData()
+        self._collide = pinocchio.computeCollisions
         self._config = ConfigurationMap(self.model, robot, self.chain.joint_names if self.chain else None)
         self.joint_names = self._config.joint_names
         self._config.set_held(joint_values or {})
@@ -164,12 +165,10 @@ class CollisionModel:
 
     def check(self, q):
         """First colliding pair (link or object names) at chain configuration ``q``, or None if collision-free."""
-        import pinocchio
         config = self._config.full(self._configuration(q))
         with self._lock:
             world = self._world
-            if not pinocchio.computeCollisions(self.model, self._data, world.geometry_model, world.geometry_data,
-                                               config, True):
+            if not self._collide(self.model, self._data, world.geometry_model, world.geometry_data, config, True):
                 return None
             # Pairs before the one that stopped the search were evaluated (and cleared): the first hit is it.
             results = world.geometry_data.collisionResults
@@ -226,7 +225,7 @@ class CollisionModel:
 
     def _configuration(self, q):
         q = np.asarray(q, dtype=float)
-        if q.shape != (len(self.joint_names),) or not np.all(np.isfinite(q)):
+        if q.shape != (len(self.joint_names),) or not math.isfinite(q @ q):  # q @ q: one pass, inf/NaN propagate
             raise ValueError(f'expected {len(self.joint_names)} finite joint values, got {q.tolist()}')
         return q
 
