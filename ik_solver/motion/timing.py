@@ -1,25 +1,66 @@
-"""Timing a joint-space move for a joint_trajectory_controller.
+"""Timing joint motion for a joint_trajectory_controller: Ruckig moves and timed joint paths.
 
-A move from (q_start, v_start) to rest at q_goal follows a quintic: with
-v_start = 0 it is the minimum-jerk profile s(t) = 10 tau^3 - 15 tau^4 + 6 tau^5,
-zero velocity and acceleration at both ends, peak velocity 15/8 |dq| / T.
-Starting from the arm's current velocity lets a stream of targets re-target
-a moving arm smoothly instead of stopping it at every message.
+``plan_move`` asks Ruckig (community version) for the time-optimal,
+jerk-limited move from the controller's current position, velocity and
+acceleration to rest at the goal, all joints synchronised.  Between Ruckig's
+phase switches every joint follows a cubic (constant jerk), and the
+controller's quintic through two samples with exact positions, velocities and
+accelerations reproduces a cubic exactly.  So the samples are every phase
+switch of every joint plus a uniform grid of ``sample_period`` (for display and
+for controllers that drop accelerations), each time a whole nanosecond as the
+message carries it: the controller then runs Ruckig's own trajectory, within
+its limits, whatever ``sample_period`` is.
 
-The duration T is the smallest that keeps every joint within
-``velocity_scaling`` times its velocity limit, and at least ``min_duration``.
-A rest-to-rest move is a convex combination of its end points, so it cannot
-leave the joint limits; a move from a non-zero velocity can overshoot, and
-where it would leave the limits the rest-to-rest move is used instead.
+Where a joint has no jerk limit, Ruckig still plans with a finite one, the
+acceleration reached in ``JERK_RAMP_TIME``: an acceleration step cannot be
+carried by trajectory points (one acceleration per point), and a real arm
+prefers a short ramp to a step.  Only real jerk limits are checked by the guard.
+
+Community Ruckig does not enforce position limits: from a moving start its
+time-optimal move can swing past a limit.  Then the move brakes every joint
+as hard as allowed first (minimum stopping distance), and moves rest to rest
+from there (rest-to-rest Ruckig profiles are monotone); a state that cannot
+stop before a limit at all is refused (``PlanningError``).
+
+``plan_joint_path`` times a dense joint path (a Cartesian line solved point by
+point), which Ruckig cannot (no intermediate waypoints in the community
+version): a forward/backward pass on the path speed within velocity and
+acceleration limits, points with finite-difference velocities and
+accelerations, then one uniform time scaling measured on the controller's own
+quintics, which is exact: scaling time by c divides velocity by c,
+acceleration by c^2 and jerk by c^3.
 """
 from dataclasses import dataclass
+import threading
 
 import numpy as np
+import ruckig
 
-#: Peak of ds/dtau for the minimum-jerk profile.
-PEAK_VELOCITY_FACTOR = 15.0 / 8.0
-#: Samples per move used to check velocity limits and overshoot.
-CHECK_SAMPLES = 32
+from .jtc import SplineSampler, Trajectory
+
+#: Default time between uniform samples [s]; phase switches are added (see the module docstring).
+SAMPLE_PERIOD = 0.05
+#: Most points a trajectory may have.  A longer move gets a coarser uniform grid (the phase switches, which
+#: keep it exact, stay); a joint path with more waypoints is refused.
+MAX_POINTS = 10_000
+#: Where a joint has no jerk limit, Ruckig plans with acceleration / JERK_RAMP_TIME [s].
+JERK_RAMP_TIME = 0.02
+#: Samples closer than this [s] are merged (keeps the controller's quintics well conditioned).
+MIN_GAP = 1e-6
+#: Positions may touch a limit within this rounding [rad or m].
+POSITION_EPS = 1e-9
+#: A joint path starts at rest: |v| and |a| below this fraction of their limits.
+REST_FRACTION = 1e-3
+#: A timed joint path uses at most this fraction of each limit (the rest is margin for rounding).
+PATH_LIMIT_FRACTION = 0.98
+#: Sub-samples per segment when measuring a joint path's peaks.
+PATH_SUBSAMPLES = 24
+_NS = 1e9
+_local = threading.local()
+
+
+class PlanningError(ValueError):
+    """A move that cannot be planned within the limits, with the reason."""
 
 
 @dataclass
@@ -36,61 +77,348 @@ class TimedPath:
         return float(self.times[-1])
 
 
-def quintic(p0, v0, a0, p1, v1, a1, h, s):
-    """Position, velocity and acceleration at time s of the quintic from (p0, v0, a0) to (p1, v1, a1) in h."""
-    c3 = (20 * (p1 - p0) - (8 * v1 + 12 * v0) * h - (3 * a0 - a1) * h ** 2) / (2 * h ** 3)
-    c4 = (30 * (p0 - p1) + (14 * v1 + 16 * v0) * h + (3 * a0 - 2 * a1) * h ** 2) / (2 * h ** 4)
-    c5 = (12 * (p1 - p0) - 6 * (v1 + v0) * h - (a0 - a1) * h ** 2) / (2 * h ** 5)
-    pos = p0 + s * (v0 + s * (0.5 * a0 + s * (c3 + s * (c4 + s * c5))))
-    vel = v0 + s * (a0 + s * (3 * c3 + s * (4 * c4 + s * 5 * c5)))
-    acc = a0 + s * (6 * c3 + s * (12 * c4 + s * 20 * c5))
-    return pos, vel, acc
+def planning_jerk(limits):
+    """Jerk Ruckig plans with: the limit where finite, else acceleration / JERK_RAMP_TIME."""
+    return np.where(np.isfinite(limits.jerk), limits.jerk, limits.acceleration / JERK_RAMP_TIME)
 
 
-def move_duration(q_start, q_goal, velocity_limits, velocity_scaling=1.0, min_duration=0.0):
-    """Shortest duration of the rest-to-rest profile that respects the scaled velocity limits."""
-    if not 0.0 < velocity_scaling <= 1.0:
-        raise ValueError(f'velocity_scaling must be in (0, 1], got {velocity_scaling}')
-    delta = np.abs(np.asarray(q_goal, float) - np.asarray(q_start, float))
-    per_joint = PEAK_VELOCITY_FACTOR * delta / (velocity_scaling * np.asarray(velocity_limits, float))
-    return float(max(min_duration, per_joint.max(initial=0.0)))
+def plan_move(start, goal_q, limits, sample_period=SAMPLE_PERIOD):
+    """Time-optimal synchronised move from ``start`` (MotionState) to rest at ``goal_q``, sampled.
+
+    ``limits`` are the limits the move may use (already scaled).  The first
+    sample is at a positive time, the last is ``goal_q`` exactly, at rest.
+    Raises ValueError for bad input and PlanningError for a start that cannot
+    stop before a position limit.
+    """
+    q0, v0, a0 = _check_start(start, limits)
+    goal = _check_positions(goal_q, limits, 'goal')
+    _check_period(sample_period)
+    pieces = _pieces(q0, v0, a0, goal, limits)
+    return _sample(pieces, goal, sample_period)
 
 
-def plan_move(q_start, q_goal, velocity_limits, velocity_scaling=1.0, min_duration=0.1, sample_period=0.05,
-              v_start=None, lower=None, upper=None):
-    """Sample the move; the first sample is at a positive time, the last at rest on q_goal exactly."""
-    q_start = np.asarray(q_start, float)
-    q_goal = np.asarray(q_goal, float)
-    limit = velocity_scaling * np.asarray(velocity_limits, float)
-    duration = move_duration(q_start, q_goal, velocity_limits, velocity_scaling, min_duration)
-    if duration <= 0.0:
-        raise ValueError('a move needs a positive duration: set min_duration > 0')
-    v0 = np.zeros_like(q_start) if v_start is None else np.clip(np.asarray(v_start, float), -limit, limit)
-    if np.any(v0):
-        duration, inside = _fit_moving_start(q_start, v0, q_goal, limit, duration, lower, upper)
-        if not inside:
-            v0 = np.zeros_like(q_start)
-    count = max(1, int(np.ceil(duration / sample_period)))
-    times = np.linspace(duration / count, duration, count)
-    zero = np.zeros_like(q_start)
-    pos, vel, acc = quintic(q_start, v0, zero, q_goal, zero, zero, duration, times[:, None])
-    pos[-1] = q_goal  # exactly the solution, not a rounding of it
-    vel[-1] = 0.0
-    acc[-1] = 0.0
+def ruckig_duration(start, goal_q, limits):
+    """Duration of Ruckig's time-optimal move for these limits (the benchmark's reference)."""
+    q0, v0, a0 = _check_start(start, limits)
+    return _calculate(_input(q0, v0, a0, np.asarray(goal_q, float), limits)).duration
+
+
+def plan_joint_path(start, waypoints, limits, sample_period=SAMPLE_PERIOD):
+    """Time the joint path start.position -> waypoints (K, n) within the limits, ending at rest.
+
+    ``start`` must be at rest (see REST_FRACTION).  A waypoint equal to its
+    predecessor is skipped.  Points closer than ``sample_period`` in time are
+    kept; longer segments get intermediate points on the same quintic.
+    """
+    q0, v0, a0 = _check_start(start, limits)
+    if np.any(np.abs(v0) > REST_FRACTION * limits.velocity) or np.any(np.abs(a0) > REST_FRACTION * limits.acceleration):
+        raise ValueError('a joint path starts at rest; the start state is moving')
+    _check_period(sample_period)
+    path = _path_points(q0, waypoints, limits)
+    if len(path) == 1:
+        return TimedPath(np.array([sample_period]), q0[None].copy(), np.zeros((1, len(q0))), np.zeros((1, len(q0))))
+    times, velocities, accelerations = _path_profile(path, limits)
+    timed = _scale_to_limits(start, TimedPath(times, path[1:], velocities, accelerations), limits)
+    return _refine(start, timed, sample_period)
+
+
+# -- plan_move ---------------------------------------------------------------------------------------------------
+
+def _pieces(q0, v0, a0, goal, limits):
+    """Ruckig trajectories of the move, one after the other: the optimum, or a brake then a rest-to-rest move."""
+    direct = _calculate(_input(q0, v0, a0, goal, limits))
+    if _outside(direct, limits) is None:
+        return [direct]
+    brake = _calculate(_input(q0, v0, a0, None, limits))
+    beyond = _outside(brake, limits)
+    if beyond is not None:
+        k, side, extreme = beyond
+        raise PlanningError(f'joint {limits.names[k]} cannot stop before its {side} limit: at {v0[k]:.4g} it '
+                            f'reaches {extreme:.6g} even braking at its acceleration and jerk limits')
+    stop = np.array(brake.at_time(brake.duration)[0])
+    rest_move = _calculate(_input(stop, np.zeros_like(q0), np.zeros_like(q0), goal, limits))
+    if _outside(rest_move, limits) is not None:
+        raise PlanningError('the rest-to-rest move after braking leaves the joint limits')
+    return [brake, rest_move]
+
+
+def _input(q0, v0, a0, goal, limits):
+    """Ruckig input: a position move to rest at ``goal``, or (goal None) braking each joint to rest alone."""
+    n = len(q0)
+    inp = ruckig.InputParameter(n)
+    inp.current_position, inp.current_velocity, inp.current_acceleration = list(q0), list(v0), list(a0)
+    inp.max_velocity = list(limits.velocity)
+    inp.max_acceleration = list(limits.acceleration)
+    inp.max_jerk = list(planning_jerk(limits))
+    if goal is None:
+        inp.control_interface = ruckig.ControlInterface.Velocity
+        inp.synchronization = ruckig.Synchronization.No
+        inp.target_velocity = [0.0] * n
+    else:
+        inp.target_position = list(goal)
+        inp.target_velocity = [0.0] * n
+    inp.target_acceleration = [0.0] * n
+    return inp
+
+
+def _calculate(inp):
+    n = inp.degrees_of_freedom
+    cache = _local.__dict__.setdefault('ruckig', {})
+    otg = cache.get(n) or cache.setdefault(n, ruckig.Ruckig(n))
+    trajectory = ruckig.Trajectory(n)
+    try:
+        result = otg.calculate(inp, trajectory)
+    except RuntimeError as error:  # Ruckig throws for invalid input
+        raise PlanningError(f'Ruckig refused the move: {error}') from None
+    if result not in (ruckig.Result.Working, ruckig.Result.Finished):
+        raise PlanningError(f'Ruckig could not plan the move: {result}')
+    return trajectory
+
+
+def _outside(trajectory, limits):
+    """(index, 'lower'|'upper', extreme) of the first joint the trajectory takes past a limit, else None."""
+    low, high = _Profiles(trajectory).extrema()
+    for k in range(len(low)):
+        if low[k] < limits.lower[k] - POSITION_EPS:
+            return k, 'lower', low[k]
+        if high[k] > limits.upper[k] + POSITION_EPS:
+            return k, 'upper', high[k]
+    return None
+
+
+class _Profiles:
+    """A Ruckig trajectory as per-joint tables of constant-jerk phases, evaluated vectorised.
+
+    Ruckig's ``at_time`` integrates the same tables one instant per call; this
+    evaluates all sample times at once and lists the phase switch times.
+    """
+
+    PHASES = 10  # two brake phases, seven jerk phases, the hold at the end
+
+    def __init__(self, trajectory, offset=0.0):
+        self.offset, self.duration = offset, trajectory.duration
+        profiles = trajectory.profiles[0]
+        self.table = np.zeros((5, len(profiles), self.PHASES))  # starts, p, v, a, j
+        self.table[0] = np.inf
+        for d, profile in enumerate(profiles):
+            self._fill(d, profile)
+
+    def _fill(self, d, profile):
+        """Phases of one joint: its brake phases (if braking), seven jerk phases, then the hold at the end."""
+        brake = profile.brake
+        rows = []
+        if brake.duration > 0.0:
+            rows.append(([0.0, brake.t[0]], brake.p, brake.v, brake.a, brake.j))
+        t = brake.duration + np.concatenate([[0.0], np.cumsum(profile.t)])
+        rows.append((t, profile.p, profile.v, profile.a, list(profile.j) + [0.0]))
+        for field, column in enumerate(zip(*rows)):
+            values = np.concatenate(column)
+            self.table[field, d, :len(values)] = values
+        self.table[0, d] += self.offset
+
+    def extrema(self):
+        """(min, max) position per joint: phase starts and the velocity roots inside each phase.
+
+        (Ruckig's own ``position_extrema`` misses reversals in some profiles, so it is not used.)
+        """
+        starts, p, v, a, j = self.table
+        candidates = [np.where(np.isfinite(starts), p, np.nan)]
+        with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
+            h = np.nan_to_num(np.diff(starts, axis=1), posinf=0.0, nan=0.0)  # phase lengths; the hold has none
+            sqrt_disc = np.sqrt(a[:, :-1] ** 2 - 2 * j[:, :-1] * v[:, :-1])
+            roots = [(-a[:, :-1] + sign * sqrt_disc) / j[:, :-1] for sign in (1.0, -1.0)]
+            roots.append(-v[:, :-1] / a[:, :-1])  # a constant-acceleration phase
+        for tau in roots:
+            inside = np.isfinite(tau) & (tau > 0.0) & (tau < h)
+            tau = np.where(inside, tau, 0.0)
+            value = p[:, :-1] + tau * (v[:, :-1] + tau * (a[:, :-1] / 2 + tau * j[:, :-1] / 6))
+            candidates.append(np.where(inside, value, np.nan))
+        stacked = np.concatenate(candidates, axis=1)
+        return np.nanmin(stacked, axis=1), np.nanmax(stacked, axis=1)
+
+    def switch_times(self):
+        starts = self.table[0, :, 1:]
+        return starts[np.isfinite(starts)]
+
+    def evaluate(self, times):
+        """Positions, velocities, accelerations (each (T, n)) at absolute ``times``."""
+        starts, p, v, a, j = self.table
+        k = np.maximum((times[:, None, None] >= starts[None]).sum(axis=2) - 1, 0)  # (T, n)
+        d = np.arange(starts.shape[0])
+        dt = np.maximum(times[:, None] - starts[d, k], 0.0)
+        pk, vk, ak, jk = p[d, k], v[d, k], a[d, k], j[d, k]
+        return np.stack([pk + dt * (vk + dt * (ak / 2 + dt * jk / 6)), vk + dt * (ak + dt * jk / 2), ak + dt * jk])
+
+
+def _sample(trajectories, goal, sample_period):
+    """Sample times: phase switches, then a uniform grid (coarsened to MAX_POINTS), in whole nanoseconds."""
+    pieces, offset = [], 0.0
+    for trajectory in trajectories:
+        pieces.append(_Profiles(trajectory, offset))
+        offset += trajectory.duration
+    end_ns = max(1, int(np.ceil(offset * _NS)))
+    switches = _thin(np.unique(np.round(np.concatenate([piece.switch_times() for piece in pieces]) * _NS)), end_ns)
+    count = min(int(np.ceil(offset / sample_period)), MAX_POINTS - len(switches))
+    grid = np.round(np.arange(1, count + 1) * (end_ns / max(count, 1)))
+    near = np.abs(grid[:, None] - switches[None, :]).min(axis=1) < MIN_GAP * _NS
+    times = np.union1d(switches, grid[~near]) / _NS
+    states = np.empty((3, len(times), len(goal)))
+    for piece, end in zip(pieces, [piece.offset for piece in pieces[1:]] + [np.inf]):
+        inside = (times >= piece.offset) & (times < end)
+        states[:, inside] = piece.evaluate(times[inside])
+    positions, velocities, accelerations = states
+    _land_on(goal, times, positions, velocities, accelerations)
+    return TimedPath(times, positions, velocities, accelerations)
+
+
+def _land_on(goal, times, positions, velocities, accelerations):
+    """Make the last sample the goal exactly, at rest.
+
+    Ruckig ends within about 1e-8 of its target.  The difference is added along the
+    whole move as a minimum-jerk blend (zero velocity and acceleration at both ends),
+    a quintic in time: every segment stays a quintic, which the controller reproduces.
+    """
+    tau = times / times[-1]
+    error = goal - positions[-1]
+    blend = tau ** 3 * (10 + tau * (-15 + 6 * tau))
+    blend_velocity = 30 * tau ** 2 * (1 - tau) ** 2 / times[-1]
+    blend_acceleration = 60 * tau * (1 - tau) * (1 - 2 * tau) / times[-1] ** 2
+    positions += blend[:, None] * error
+    velocities += blend_velocity[:, None] * error
+    accelerations += blend_acceleration[:, None] * error
+    positions[-1], velocities[-1], accelerations[-1] = goal, 0.0, 0.0
+
+
+def _thin(times_ns, end_ns):
+    """Switch times in (0, end], no two closer than MIN_GAP, the end always kept."""
+    kept, last = [], 0.0
+    for t in times_ns:
+        if t - last >= MIN_GAP * _NS and t < end_ns - MIN_GAP * _NS:
+            kept.append(t)
+            last = t
+    return np.array(kept + [end_ns], float)
+
+
+# -- plan_joint_path ---------------------------------------------------------------------------------------------
+
+def _path_points(q0, waypoints, limits):
+    """Return start + waypoints without repeats, densified to at least four segments."""
+    W = np.asarray(waypoints, float)
+    if W.ndim != 2 or W.shape[1] != len(q0) or not len(W):
+        raise ValueError(f'waypoints must have shape (K, {len(q0)}), got {W.shape}')
+    if len(W) > MAX_POINTS:
+        raise ValueError(f'a joint path has at most MAX_POINTS = {MAX_POINTS} waypoints, got {len(W)}')
+    for k, q in enumerate(W):
+        _check_positions(q, limits, f'waypoint {k}')
+    path = np.vstack([q0, W])
+    path = path[np.concatenate([[True], np.any(np.diff(path, axis=0) != 0.0, axis=1)])]
+    if 1 < len(path) < 5:
+        parts = int(np.ceil(4 / (len(path) - 1)))
+        fractions = np.arange(parts)[:, None, None] / parts
+        inner = path[:-1][None] + fractions * np.diff(path, axis=0)[None]
+        path = np.vstack([inner.transpose(1, 0, 2).reshape(-1, len(q0)), path[-1:]])
+    return path
+
+
+def _path_profile(path, limits):
+    """Return times (K-1,), velocities and accelerations at path[1:] from a speed profile along the path."""
+    s = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(path, axis=0), axis=1))])
+    d1 = np.gradient(path, s, axis=0, edge_order=2)
+    d2 = np.gradient(d1, s, axis=0, edge_order=2)
+    with np.errstate(divide='ignore'):
+        speed = np.min(limits.velocity / np.abs(d1), axis=1)
+        speed = np.minimum(speed, np.min(np.sqrt(0.5 * limits.acceleration / np.abs(d2)), axis=1))
+        push = np.min(0.5 * limits.acceleration / np.abs(d1), axis=1)  # the other half of |a| is along the path
+    speed[0] = speed[-1] = 0.0
+    ds = np.diff(s)
+    for k in range(len(ds)):
+        speed[k + 1] = min(speed[k + 1], np.sqrt(speed[k] ** 2 + 2 * push[k] * ds[k]))
+    for k in reversed(range(len(ds))):
+        speed[k] = min(speed[k], np.sqrt(speed[k + 1] ** 2 + 2 * push[k + 1] * ds[k]))
+    times = np.cumsum(2 * ds / (speed[:-1] + speed[1:]))
+    tangential = np.gradient(speed ** 2, s, edge_order=1) / 2
+    velocities = d1 * speed[:, None]
+    accelerations = d2 * speed[:, None] ** 2 + d1 * tangential[:, None]
+    velocities[-1] = accelerations[-1] = 0.0
+    return times, velocities[1:], accelerations[1:]
+
+
+def _scale_to_limits(start, path, limits):
+    """Scale the path's time uniformly so its peak v, a (and finite jerk) are PATH_LIMIT_FRACTION of the limits."""
+    _, vel, acc, jerk = _peaks(start, path)
+    ratio = max(np.max(vel / limits.velocity), np.sqrt(np.max(acc / limits.acceleration)),
+                np.cbrt(np.max(np.where(np.isfinite(limits.jerk), jerk / limits.jerk, 0.0))))
+    c = ratio / PATH_LIMIT_FRACTION
+    scaled = TimedPath(path.times * c, path.positions, path.velocities / c, path.accelerations / c ** 2)
+    low, high = _peaks(start, scaled)[0]
+    outside = np.flatnonzero((low < limits.lower - POSITION_EPS) | (high > limits.upper + POSITION_EPS))
+    if len(outside):
+        raise PlanningError(f'the timed path leaves the position limits of joint {limits.names[outside[0]]}')
+    return scaled
+
+
+def _peaks(start, path):
+    """((min, max) positions, peak |v|, |a|, |jerk| per joint) of the controller's spline, densely sampled."""
+    sampler = SplineSampler(start.position, start.velocity, _as_trajectory(path), start.acceleration)
+    edges = sampler.times
+    fractions = np.linspace(0.0, 1.0, PATH_SUBSAMPLES + 1)[:-1]
+    times = np.concatenate([(edges[:-1, None] + np.diff(edges)[:, None] * fractions).ravel(), edges[-1:]])
+    pos, vel, acc, jerk = sampler.evaluate(times)
+    return ((pos.min(axis=0), pos.max(axis=0)), np.abs(vel).max(axis=0), np.abs(acc).max(axis=0),
+            np.abs(jerk).max(axis=0))
+
+
+def _refine(start, path, sample_period):
+    """Add points on the same quintics so no two are more than sample_period apart (within MAX_POINTS)."""
+    edges = np.concatenate([[0.0], path.times])
+    parts = np.ceil(np.diff(edges) / sample_period).astype(int)
+    if parts.sum() > MAX_POINTS or np.all(parts == 1):
+        return path
+    times = np.concatenate([edges[k] + np.diff(edges)[k] * np.arange(1, p + 1) / p for k, p in enumerate(parts)])
+    times[np.cumsum(parts) - 1] = path.times  # the original points exactly
+    sampler = SplineSampler(start.position, start.velocity, _as_trajectory(path), start.acceleration)
+    pos, vel, acc, _ = sampler.evaluate(times)
+    keep = np.cumsum(parts) - 1
+    pos[keep], vel[keep], acc[keep] = path.positions, path.velocities, path.accelerations
     return TimedPath(times, pos, vel, acc)
 
 
-def _fit_moving_start(q0, v0, q1, limit, duration, lower, upper):
-    """Lengthen a move from velocity v0 (20 % steps) until its peak velocity is within the limit.
+def _as_trajectory(path):
+    return Trajectory(path.times, path.positions, path.velocities, path.accelerations)
 
-    Returns the duration and whether the move stays within [lower, upper] (None: no position limits).
-    """
-    zero = np.zeros_like(q0)
-    for _ in range(30):
-        grid = np.linspace(0.0, duration, CHECK_SAMPLES)[:, None]
-        pos, vel, _ = quintic(q0, v0, zero, q1, zero, zero, duration, grid)
-        if np.all(np.abs(vel) <= limit * (1 + 1e-9)):
-            break
-        duration *= 1.2
-    inside = lower is None or bool(np.all(pos >= lower) and np.all(pos <= upper))
-    return duration, inside
+
+# -- input checks ------------------------------------------------------------------------------------------------
+
+def _check_start(start, limits):
+    n = len(limits.names)
+    arrays = [np.asarray(getattr(start, field), float) for field in ('position', 'velocity', 'acceleration')]
+    for field, values in zip(('position', 'velocity', 'acceleration'), arrays):
+        if values.shape != (n,):
+            raise ValueError(f'start {field} has shape {values.shape}, the limits have {n} joints')
+        if not np.isfinite(values).all():
+            raise ValueError(f'start {field} has NaN or inf values')
+    for field in ('velocity', 'acceleration'):
+        bound = getattr(limits, field)
+        if not (np.isfinite(bound).all() and np.all(bound > 0.0)):
+            raise ValueError(f'{field} limits must be finite and positive to plan a move, got {bound}')
+    _check_positions(arrays[0], limits, 'start')
+    return arrays
+
+
+def _check_positions(q, limits, what):
+    q = np.asarray(q, float)
+    if q.shape != (len(limits.names),):
+        raise ValueError(f'{what} has shape {q.shape}, the limits have {len(limits.names)} joints')
+    if not np.isfinite(q).all():
+        raise ValueError(f'{what} has NaN or inf positions')
+    outside = np.flatnonzero((q < limits.lower - POSITION_EPS) | (q > limits.upper + POSITION_EPS))
+    if len(outside):
+        k = outside[0]
+        raise ValueError(f'{what} position of joint {limits.names[k]} ({q[k]:.6g}) is outside its limits '
+                         f'[{limits.lower[k]:.6g}, {limits.upper[k]:.6g}]')
+    return q
+
+
+def _check_period(sample_period):
+    if not (np.isfinite(sample_period) and sample_period > 0.0):
+        raise ValueError(f'sample_period must be positive and finite, got {sample_period}')
