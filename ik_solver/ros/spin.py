@@ -11,11 +11,13 @@ clean shutdown, later ones are ignored.  The executor spins in
 a worker thread so the main thread, which Python runs signal handlers in,
 is never blocked inside ``rcl_wait``.
 """
+import os
 import signal
+import sys
 import threading
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 #: The signals that end a node cleanly.
@@ -77,15 +79,23 @@ def _spin(executor, done):
         done.set()
 
 
-def run_node(make_node, args=None, executor=None):
-    """Create ``make_node()``, spin it until a stop signal or rclpy shutdown, then destroy it; return 0.
+def run_node(make_node, args=None, executor=None, exit_process=True):
+    """Create ``make_node()``, spin it until a stop signal or rclpy shutdown, destroy it, and exit with 0.
 
-    ``executor``: an rclpy executor (e.g. a MultiThreadedExecutor); default single-threaded.
+    ``executor``: an rclpy executor, or a function making one after ``rclpy.init``
+    (e.g. ``lambda: MultiThreadedExecutor(4)``); default single-threaded.
+    With ``exit_process`` (a node's ``main``) the process ends right after the
+    teardown: the interpreter's own finalization (numba, LLVM) takes seconds
+    and would outlast launch's 5 s before it escalates to SIGTERM and SIGKILL.
+    Otherwise it returns 0.
     """
     signals = ShutdownSignals(raising=True)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
-    executor = executor or SingleThreadedExecutor()
+    if executor is None:
+        executor = SingleThreadedExecutor()
+    elif callable(executor) and not isinstance(executor, Executor):
+        executor = executor()
     try:
         node = make_node()
         signals.raising = False
@@ -102,4 +112,8 @@ def run_node(make_node, args=None, executor=None):
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+    if exit_process:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
