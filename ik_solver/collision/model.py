@@ -197,6 +197,16 @@ class CollisionModel:
                                                config)
             return float(world.geometry_data.distanceResults[index].min_distance), world.pairs[index]
 
+    def pair_distances(self, q):
+        """Distance (m, < 0: penetration) of every checked pair at ``q``, as {pair: distance}."""
+        import pinocchio
+        config = self._config.full(self._configuration(q))
+        with self._lock:
+            world = self._world
+            pinocchio.computeDistances(self.model, self._data, world.geometry_model, world.geometry_data, config)
+            results = world.geometry_data.distanceResults
+            return {pair: float(results[k].min_distance) for k, pair in enumerate(world.pairs)}
+
     def min_distance(self, q):
         """Smallest distance (m) between checked pairs at ``q`` (padding not subtracted)."""
         return self.nearest(q)[0]
