@@ -1,6 +1,7 @@
 """Helpers for tests that start the package's nodes as processes and talk to them over DDS."""
 import os
 import tempfile
+import threading
 import time
 
 import pytest
@@ -12,7 +13,7 @@ from ik_solver.tools.launcher import node_args, NodeProcess  # noqa: E402, I100
 from ik_solver.tools.observer import ArmObserver  # noqa: E402
 from ik_solver.tools.resources import arm_files  # noqa: E402
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
-from rcl_interfaces.srv import SetParameters  # noqa: E402
+from rcl_interfaces.srv import SetParameters, SetParametersAtomically  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 
@@ -22,57 +23,81 @@ def isolate_ros_domain():
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 
 
-def start(module, arm='ik7', **params):
+def start(module, arm='ik7', namespace='', **params):
+    """Start ``ik_solver.<module>`` for a bundled arm, in ``namespace`` if given, with parameter overrides."""
     urdf, config = arm_files(arm)
     log = tempfile.NamedTemporaryFile(prefix=f'{module}_', suffix='.log', delete=False).name
-    return NodeProcess(module, node_args(config, {'urdf_file': urdf, **params}), log)
+    args = node_args(config, {'urdf_file': urdf, **params})
+    if namespace:
+        args += ['-r', f'__ns:=/{namespace}']
+    return NodeProcess(module, args, log)
 
 
 class Session:
     """rclpy context, an observer client, and the node processes of one test module."""
 
-    def __init__(self, joint_names):
+    def __init__(self, joint_names, namespace=''):
         isolate_ros_domain()
-        rclpy.init()
-        self.observer = ArmObserver(joint_names)
+        self._owns_rclpy = not rclpy.ok()
+        if self._owns_rclpy:
+            rclpy.init()
+        self.observer = ArmObserver(joint_names, namespace=namespace)
         self.processes = []
-        self.joint_pub = self.observer.create_publisher(JointState, '/joint_states', 10)
-        self.param_client = self.observer.create_client(SetParameters, '/ik_solver/set_parameters')
+        self.joint_pub = self.observer.create_publisher(JointState, 'joint_states', 10)
+        self.param_client = self.observer.create_client(SetParameters, 'ik_solver/set_parameters')
+        self.atomic_client = self.observer.create_client(SetParametersAtomically, 'ik_solver/set_parameters_atomically')
+        self._held = None
+        self._stop = threading.Event()
+        self._streamer = threading.Thread(target=self._stream_joints, daemon=True)
+        self._streamer.start()
 
     def add(self, process):
         self.processes.append(process)
         return process
 
     def close(self):
+        self._stop.set()
+        self._streamer.join(1.0)
         self.observer.close()
         for p in self.processes:
             p.stop()
-        rclpy.try_shutdown()
+        if self._owns_rclpy:
+            rclpy.try_shutdown()
 
-    def wait_service(self, client, timeout=30.0):
+    def wait_service(self, client, timeout=60.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not client.service_is_ready():
             time.sleep(0.05)
         return client.service_is_ready()
 
     def publish_joints(self, names, q):
+        """Publish one joint state now (it goes stale after the node's joint_states_timeout)."""
         msg = JointState(name=list(names), position=[float(v) for v in q], velocity=[0.0] * len(q))
         msg.header.stamp = self.observer.get_clock().now().to_msg()
         self.joint_pub.publish(msg)
 
+    def hold_joints(self, names, q, rate=50.0):
+        """Publish this joint state at ``rate`` (a live driver) until given None, or the session closes."""
+        self._held = None if names is None else (list(names), list(q), 1.0 / rate)
+        if names is not None:
+            self.publish_joints(names, q)
+
+    def _stream_joints(self):
+        while not self._stop.wait(self._held[2] if self._held else 0.02):
+            held = self._held
+            if held is not None:
+                self.publish_joints(held[0], held[1])
+
     def set_parameter(self, name, value):
         """Set one parameter; return the SetParameters result (successful, reason)."""
-        kinds = {bool: (ParameterType.PARAMETER_BOOL, 'bool_value'),
-                 int: (ParameterType.PARAMETER_INTEGER, 'integer_value'),
-                 float: (ParameterType.PARAMETER_DOUBLE, 'double_value'),
-                 str: (ParameterType.PARAMETER_STRING, 'string_value'),
-                 list: (ParameterType.PARAMETER_DOUBLE_ARRAY, 'double_array_value')}
-        kind, field = kinds[type(value)]
-        pv = ParameterValue(type=kind)
-        setattr(pv, field, value)
-        request = SetParameters.Request(parameters=[Parameter(name=name, value=pv)])
+        request = SetParameters.Request(parameters=[parameter(name, value)])
         response = self.observer.call(self.param_client, request)
         return response.results[0]
+
+    def set_parameters(self, values):
+        """Set {name: value} all at once; return the SetParametersAtomically result."""
+        request = SetParametersAtomically.Request(parameters=[parameter(n, v) for n, v in values.items()])
+        return self.observer.call(self.atomic_client, request).result
 
     def trajectories_since(self, t):
         with self.observer.lock:
@@ -81,6 +106,19 @@ class Session:
     def statuses_since(self, t):
         with self.observer.lock:
             return [m for (s, m) in self.observer.statuses if s >= t]
+
+
+def parameter(name, value):
+    """Return the rcl_interfaces Parameter of a Python value."""
+    kinds = {bool: (ParameterType.PARAMETER_BOOL, 'bool_value'),
+             int: (ParameterType.PARAMETER_INTEGER, 'integer_value'),
+             float: (ParameterType.PARAMETER_DOUBLE, 'double_value'),
+             str: (ParameterType.PARAMETER_STRING, 'string_value'),
+             list: (ParameterType.PARAMETER_DOUBLE_ARRAY, 'double_array_value')}
+    kind, field = kinds[type(value)]
+    pv = ParameterValue(type=kind)
+    setattr(pv, field, value)
+    return Parameter(name=name, value=pv)
 
 
 def poll(predicate, timeout=3.0):

@@ -6,6 +6,7 @@ pytest.importorskip('geometry_msgs', reason='ROS 2 message packages are not inst
 
 from geometry_msgs.msg import Pose  # noqa: E402, I100
 from ik_solver.core.transforms import make_pose  # noqa: E402
+from ik_solver.motion.limits import JointLimits, MotionState  # noqa: E402
 from ik_solver.motion.timing import plan_move  # noqa: E402
 from ik_solver.ros.messages import (joint_positions, matrix_to_pose, pose_to_matrix, to_duration,  # noqa: E402
                                     trajectory_message, vector_from)
@@ -47,7 +48,8 @@ def test_joint_positions_split_good_and_bad():
 
 
 def test_trajectory_message_contract():
-    path = plan_move(np.zeros(2), np.array([0.5, -0.5]), np.ones(2), 1.0, 0.1, 0.1)
+    limits = JointLimits(('a', 'b'), -np.ones(2), np.ones(2), np.ones(2), np.full(2, 2.0), np.full(2, np.inf))
+    path = plan_move(MotionState.at_rest(np.zeros(2)), np.array([0.5, -0.5]), limits, 0.1)
     msg = trajectory_message(['a', 'b'], path)
     assert msg.header.stamp.sec == 0 and msg.joint_names == ['a', 'b']
     first = msg.points[0].time_from_start

@@ -1,4 +1,12 @@
-"""The node's robot model sources and frames, in-process: topic, garbage, tf2 path (with an injected buffer)."""
+"""The node's robot model sources and target frames, in-process.
+
+Model: topic, garbage, a cyclic description, a swap to another arm, a description that does
+not fit the parameters.  Frames: robot links at the target's stamp, tf2 at the stamp (an
+injected buffer), and the error before any tf has arrived.
+"""
+import time
+
+from builtin_interfaces.msg import Time as TimeMsg
 import numpy as np
 import pytest
 
@@ -8,78 +16,177 @@ pytest.importorskip('ik_solver_interfaces.srv', reason='ik_solver_interfaces is 
 from conftest import URDF_DIR  # noqa: E402, I100
 from geometry_msgs.msg import PoseStamped, TransformStamped  # noqa: E402
 from ik_solver.core.transforms import make_pose  # noqa: E402
-from ik_solver.ros.ik_node import IKSolverNode, SolveError  # noqa: E402
-from ik_solver.ros.messages import matrix_to_pose  # noqa: E402
+from ik_solver.core.urdf import load_robot_description  # noqa: E402
+from ik_solver.ros.ik_node import IKSolverNode  # noqa: E402
+from ik_solver.ros.messages import joint_state, matrix_to_pose  # noqa: E402
+from ik_solver.ros.target_frames import FrameError  # noqa: E402
 from ik_solver_interfaces.srv import SolveIK  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
+HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
+CYCLIC = ('<robot name="r"><link name="base_link"/><link name="a"/><link name="tool0"/>'
+          '<joint name="j1" type="fixed"><parent link="a"/><child link="tool0"/></joint>'
+          '<joint name="j2" type="fixed"><parent link="tool0"/><child link="a"/></joint></robot>')
+
 
 @pytest.fixture
-def node():
+def make_node():
     from ros_fixtures import isolate_ros_domain
     isolate_ros_domain()
     rclpy.init()
-    n = IKSolverNode()
-    yield n
-    n.destroy_node()
+    nodes = []
+
+    def make(**params):
+        node = IKSolverNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        nodes.append(node)
+        return node
+    yield make
+    for node in nodes:
+        node.model_source.close()
+        node.destroy_node()
     rclpy.try_shutdown()
+
+
+def _description(arm):
+    name = {'ik7': 'ik7.urdf.xacro', 'ik6': 'ik6.urdf.xacro', 'planar3': 'planar3.urdf'}[arm]
+    return load_robot_description(str(URDF_DIR / name))
+
+
+def _publish_description(node, text, expect_name=None, timeout=10.0):
+    """Hand a description to the node as the topic would; wait for the worker to load (or refuse) it."""
+    node.model_source._on_description(String(data=text))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        loaded = expect_name is None or (node.model is not None and node.model.name == expect_name)
+        if node.model_source._pending is None and loaded:
+            break
+        time.sleep(0.01)
+    time.sleep(0.05)
 
 
 def _solve(node, T, frame='base_link'):
     request = SolveIK.Request()
     request.target.header.frame_id = frame
     request.target.pose = matrix_to_pose(T)
-    return node._on_solve(request, SolveIK.Response())
+    return node.solve_service_request(request)
 
 
-def test_waits_for_the_topic_survives_garbage_then_loads(node, ik7):
+def _feed_joints(node, names, q, stamp=None):
+    msg = joint_state(names, q, stamp if stamp is not None else node.get_clock().now().to_msg())
+    msg.velocity = [0.0] * len(q)
+    node.joint_states.on_message(msg)
+
+
+def test_waits_for_the_topic_survives_garbage_then_loads(make_node, ik7):
+    node = make_node()
     assert node.model is None
     assert _solve(node, np.eye(4)).reason == SolveIK.Response.NO_ROBOT_MODEL
-    node._on_robot_description(String(data=''))
-    node._on_robot_description(String(data='<robot name="x"><link name="a"/>'))
-    node._on_robot_description(String(data='not xml at all'))
+    for garbage in ('', '<robot name="x"><link name="a"/>', 'not xml at all'):
+        _publish_description(node, garbage)
     assert node.model is None
-    from ik_solver.core.urdf import load_robot_description
-    node._on_robot_description(String(data=load_robot_description(str(URDF_DIR / 'ik7.urdf.xacro'))))
+    _publish_description(node, _description('ik7'), 'ik7')
     assert node.model is not None and node.model.chain.joint_names == ik7.joint_names
-    T = ik7.fk(np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0]))
-    assert _solve(node, T).success
+    assert _solve(node, ik7.fk(HOME)).success
 
 
-def test_tf2_frames_compose_with_the_lookup(node, ik7):
-    from ik_solver.core.urdf import load_robot_description
-    node._on_robot_description(String(data=load_robot_description(str(URDF_DIR / 'ik7.urdf.xacro'))))
-    # base_link <- camera: 1 m ahead, rotated 90 deg about z (quaternion z = w = 1/sqrt(2))
+def test_a_cyclic_description_neither_hangs_nor_replaces_the_model(make_node, ik7):
+    node = make_node()
+    _publish_description(node, _description('ik7'), 'ik7')
+    t0 = time.monotonic()
+    _publish_description(node, CYCLIC)
+    assert time.monotonic() - t0 < 5.0
+    assert node.model.name == 'ik7' and _solve(node, ik7.fk(HOME)).success
+
+
+def test_a_model_swap_starts_fresh_and_a_misfit_keeps_the_working_model(make_node, ik6, ik7):
+    node = make_node(**{'nullspace.preferred_posture': [0.1] * 7})
+    _publish_description(node, _description('ik7'), 'ik7')
+    _feed_joints(node, ik7.joint_names, HOME)
+    response = node.solve_service_request(_execute_request(ik7.fk(HOME + 0.05)))
+    assert response.executed, response.message
+    # ik6 parses and has the chain, but the 7-value preferred posture does not fit it: refused, ik7 kept
+    _publish_description(node, _description('ik6'))
+    assert node.model.name == 'ik7'
+    node.set_parameters([Parameter('nullspace.preferred_posture', value=[0.0])])
+    _publish_description(node, _description('ik6'), 'ik6')
+    assert node.model.name == 'ik6' and node._robot.history.reference() is None  # no state carried over
+    q6 = ik6.mid_configuration()
+    _feed_joints(node, ik6.joint_names, q6)
+    response = node.solve_service_request(_execute_request(ik6.fk(q6 + 0.05)))
+    assert response.executed and len(response.solution.position) == 6, response.message
+
+
+def _execute_request(T):
+    request = SolveIK.Request(execute=True)
+    request.target.header.frame_id = 'base_link'
+    request.target.pose = matrix_to_pose(T)
+    return request
+
+
+def test_broken_urdf_file_parameter_leaves_the_node_running(make_node):
+    node = make_node(urdf_file='/no/such/arm.urdf')
+    assert node.model is None
+    assert _solve(node, np.eye(4)).reason == SolveIK.Response.NO_ROBOT_MODEL
+
+
+def test_robot_link_targets_resolve_at_their_stamp(make_node, ik7):
+    node = make_node(urdf_file=str(URDF_DIR / 'ik7.urdf.xacro'))
+    now = node.get_clock().now().nanoseconds
+    stamps = [TimeMsg(sec=int(t // 1_000_000_000), nanosec=int(t % 1_000_000_000))
+              for t in (now - 200_000_000, now - 100_000_000)]
+    q_then, q_now = HOME, HOME + 0.3
+    _feed_joints(node, ik7.joint_names, q_then, stamps[0])
+    _feed_joints(node, ik7.joint_names, q_now, stamps[1])
+    msg = PoseStamped()
+    msg.header.frame_id, msg.header.stamp = 'tool0', stamps[0]
+    msg.pose = matrix_to_pose(make_pose([0.0, 0.0, 0.1]))  # 10 cm ahead of the tool, where it was then
+    resolved = [node._resolve(node._robot, msg) for _ in range(3)]
+    expected = ik7.fk(q_then) @ make_pose([0.0, 0.0, 0.1])
+    for T in resolved:  # the same target, resolved again later, stays where it was
+        np.testing.assert_allclose(T, expected, atol=1e-12)
+    msg.header.stamp = TimeMsg()  # zero stamp: the newest joints
+    np.testing.assert_allclose(node._resolve(node._robot, msg), ik7.fk(q_now) @ make_pose([0.0, 0.0, 0.1]),
+                               atol=1e-12)
+
+
+class _Buffer:
+    """A tf2 Buffer stand-in: one transform base_link <- camera, or nothing at all."""
+
+    def __init__(self, known=True):
+        self.known = known
+        self.calls = []
+
+    def all_frames_as_string(self):
+        return 'Frame camera exists with parent base_link.\n' if self.known else ''
+
+    def lookup_transform(self, target, source, time, timeout=None):
+        self.calls.append((target, source, time.nanoseconds, timeout.nanoseconds))
+        if not self.known:
+            raise RuntimeError('"base_link" passed to lookupTransform argument target_frame does not exist.')
+        tf = TransformStamped()
+        tf.transform.translation.x, tf.transform.translation.y, tf.transform.translation.z = 1.0, 0.0, 0.2
+        tf.transform.rotation.z = tf.transform.rotation.w = 0.7071067811865476
+        return tf
+
+
+def test_tf2_frames_at_the_stamp_with_an_injected_buffer(make_node, ik7):
+    node = make_node(urdf_file=str(URDF_DIR / 'ik7.urdf.xacro'), transform_timeout=0.2)
     base_T_camera = make_pose([1.0, 0.0, 0.2], [0.0, 0.0, 0.7071067811865476, 0.7071067811865476])
-
-    class Buffer:
-        def lookup_transform(self, target, source, time):
-            assert (target, source) == ('base_link', 'camera')
-            tf = TransformStamped()
-            tf.transform.translation.x, tf.transform.translation.y, tf.transform.translation.z = 1.0, 0.0, 0.2
-            tf.transform.rotation.z = tf.transform.rotation.w = 0.7071067811865476
-            return tf
-
-    node._tf_buffer = Buffer()
+    node.frames.buffer = buffer = _Buffer()
     target_in_base = ik7.fk(np.array([0.3, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0]))
     msg = PoseStamped()
     msg.header.frame_id = 'camera'
+    msg.header.stamp = TimeMsg(sec=12, nanosec=5)
     msg.pose = matrix_to_pose(np.linalg.inv(base_T_camera) @ target_in_base)
-    np.testing.assert_allclose(node._target_in_base(msg), target_in_base, atol=1e-12)
-    node._tf_buffer = None
-    with pytest.raises(SolveError, match="'camera' is not a link of the robot and tf2_ros is not available"):
-        node._target_in_base(msg)
-
-
-def test_broken_urdf_file_parameter_leaves_the_node_running():
-    from ros_fixtures import isolate_ros_domain
-    isolate_ros_domain()
-    rclpy.init()
-    try:
-        n = IKSolverNode(parameter_overrides=[Parameter('urdf_file', value='/no/such/arm.urdf')])
-        assert n.model is None
-        assert _solve(n, np.eye(4)).reason == SolveIK.Response.NO_ROBOT_MODEL
-        n.destroy_node()
-    finally:
-        rclpy.try_shutdown()
+    np.testing.assert_allclose(node._resolve(node._robot, msg), target_in_base, atol=1e-12)
+    assert buffer.calls[-1] == ('base_link', 'camera', 12_000_000_005, 200_000_000)
+    msg.header.stamp = TimeMsg()
+    node._resolve(node._robot, msg)
+    assert buffer.calls[-1][2] == 0  # zero stamp: the latest transform
+    node.frames.buffer = _Buffer(known=False)
+    with pytest.raises(FrameError, match="'camera': no tf has been received yet"):
+        node._resolve(node._robot, msg)
+    node.frames.buffer = None
+    with pytest.raises(FrameError, match="'camera' is not a link of the robot and tf2_ros is not available"):
+        node._resolve(node._robot, msg)

@@ -1,74 +1,92 @@
-"""ik_solver_node: target poses in, joint_trajectory_controller trajectories out, SolveIK service.
+"""ik_solver_node: target poses in, guarded joint_trajectory_controller commands out, IK services.
 
-Inputs: ``joint_states`` (any order, extra joints ignored) and ``~/target_pose``
-(geometry_msgs/PoseStamped).  Each target is solved from the latest joint
-state and, on success, sent as a trajectory to ``trajectory_topic``.  The
-target subscription keeps one message, so a fast stream is always solved at
-its newest target and never queues.  ``~/solve`` answers without moving the
-arm; ``~/compute_fk`` gives the pose of any chain link.  Every solve is
-reported on ``~/status`` and drawn on ``~/markers``.
+The node is wiring around shared parts (model source, joint-state tracking,
+target frames, the command guard, outcome reporting) plus one flow: a target
+is resolved in the base link at its stamp, solved from the controller's current
+state, timed by Ruckig within the joint limits, checked by the command guard and
+sent.  Every target, request and path ends in exactly one ``~/status``.
+
+Concurrency: targets are taken in their own callback group and kept in a one-slot
+mailbox (newest wins, the dropped ones counted as superseded); solving and
+commanding run in the ``commands`` group; joint states, ``~/compute_fk`` and the
+parameter services have groups of their own, so they answer during a solve.
+Run it with a MultiThreadedExecutor (``main`` does).
 """
+from dataclasses import dataclass, replace
+from functools import partial
+import threading
 import time
 
 from geometry_msgs.msg import PoseStamped
-from ik_solver_interfaces.msg import SolveStatus
-from ik_solver_interfaces.srv import ComputeFK, SolveIK
+from ik_solver_interfaces.srv import ComputeFK, PlanPath, SolveIK
 import numpy as np
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
-from sensor_msgs.msg import JointState
-from std_msgs.msg import String
-from trajectory_msgs.msg import JointTrajectory
-from visualization_msgs.msg import Marker, MarkerArray
 
-from . import parameters
-from .messages import joint_positions, joint_state, matrix_to_pose, pose_to_matrix, trajectory_message, vector_from
+from . import graph_features
+from .command_guard import CommandGuard
+from .controller import ControllerInterface
+from .joint_states import CommandHistory, JointStateTracker, StateError
+from .messages import joint_positions, joint_state, matrix_to_pose, trajectory_message, vector_from
+from .model_source import ModelSource
+from .outcome import Outcome, OutcomeReporter
+from .parameters import BY_NAME, check_all, is_set, PARAMETERS, ParameterSet, solver_options, xacro_args
 from .spin import run_node
-from ..core.chain import chain_from_robot
+from .target_frames import FrameError, TargetFrames
 from ..core.exceptions import ModelError
-from ..core.frames import RobotFrames
+from ..core.methods import METHOD_NAMES
 from ..core.nullspace import manipulability
-from ..core.solver import IKSolver, sigma_min
-from ..core.transforms import make_pose
-from ..core.urdf import parse_robot
+from ..core.solver import IKSolver
 from ..core.warmup import warm_up
-from ..motion.jtc import SplineSampler, Trajectory
-from ..motion.timing import plan_move
+from ..motion.cartesian import cartesian_path
+from ..motion.limits import MotionState
+from ..motion.timing import plan_joint_path, plan_move
 
-try:  # optional: frames that are not links of the robot
-    from tf2_ros import Buffer, TransformListener
-except ImportError:  # not installable from PyPI; links of the robot still work
-    Buffer = TransformListener = None
+#: Streamed targets: best effort, newest only.  A RELIABLE subscription made fast publishers
+#: block and fail ("cannot publish data"); a queue would act on old targets.
+TARGET_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT,
+                        durability=DurabilityPolicy.VOLATILE)
+#: How often a target waiting for the model or a first joint state is looked at again [s].
+WAIT_PERIOD = 0.02
+#: Cartesian step of a path when the request leaves max_step at 0 [m] (MoveIt's usual 1 cm).
+PATH_STEP = 0.01
+#: After start, how long discovery gets before the graph is searched for a node with our name [s].
+NAME_CHECK_DELAY = 3.0
 
-REASON_CODES = {
-    'success': SolveIK.Response.SUCCESS, 'unreachable': SolveIK.Response.UNREACHABLE,
-    'timeout': SolveIK.Response.TIMEOUT, 'joint_limits': SolveIK.Response.JOINT_LIMITS,
-    'singular': SolveIK.Response.SINGULAR, 'invalid_input': SolveIK.Response.INVALID_INPUT,
-    'no_robot_model': SolveIK.Response.NO_ROBOT_MODEL, 'unknown_frame': SolveIK.Response.UNKNOWN_FRAME,
-}
-#: Seeds measured this far outside a limit are clamped silently (sensor noise); further, with a warning.
-SEED_LIMIT_SLACK = 0.02
-#: A new move continues from the last published one unless the arm is this far from it [rad or m].
-PLAN_DIVERGENCE = 0.1
+
+def reason_code(reason):
+    """SolveIK.Response code of a reason name ('success', 'joint_jump', ...)."""
+    return getattr(SolveIK.Response, reason.upper(), SolveIK.Response.INVALID_INPUT)
 
 
 class SolveError(Exception):
-    """A solve that cannot start: carries a reason code name and a message."""
+    """An input that cannot be solved: carries a reason name and a message."""
 
     def __init__(self, reason, message):
         super().__init__(message)
         self.reason = reason
 
 
-class Model:
-    """The loaded robot: parsed URDF, IK chain, frames of all links."""
+@dataclass(frozen=True)
+class Context:
+    """Everything that belongs to one robot model: replaced as a whole when the model or a parameter changes."""
 
-    def __init__(self, urdf_text, base_link, tip_link):
-        self.robot = parse_robot(urdf_text)
-        self.chain = chain_from_robot(self.robot, base_link, tip_link)
-        self.frames = RobotFrames(self.robot, base_link)
+    model: object                  # RobotModel
+    solver: IKSolver
+    limits: object                 # LoadedLimits (the full limits)
+    guard: CommandGuard            # with the scaled limits a move may use
+    history: CommandHistory
+    controller: object
+
+
+@dataclass
+class _Pending:
+    msg: PoseStamped
+    arrival: float                 # monotonic
+    waited: bool = False           # it waited for the model or a first joint state
 
 
 class IKSolverNode(Node):
@@ -77,396 +95,478 @@ class IKSolverNode(Node):
     def __init__(self, **kwargs):
         super().__init__('ik_solver', **kwargs)
         warm_up()  # compiled kernels before any service is offered: available means ready
-        self._declare_parameters()
-        self._refresh_cache()
-        self.model = None
-        self.solver = None
-        self.positions = {}            # latest finite joint positions by name
-        self.velocities = {}           # and velocities, where joint_states has them
-        self._last_move = None         # (monotonic start, SplineSampler) of the last published trajectory
-        self._tf_buffer = None
-        self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.add_post_set_parameters_callback(self._after_set_parameters)
-
-        p = self._param
-        self.trajectory_pub = self.create_publisher(JointTrajectory, p('trajectory_topic'), 10)
-        self.status_pub = self.create_publisher(SolveStatus, '~/status', 10)
-        self.marker_pub = self.create_publisher(MarkerArray, '~/markers', 10)
-        self.create_subscription(JointState, p('joint_states_topic'), self._on_joint_state, 10)
-        # Depth 1: a stream of targets is always solved at its newest, never queued.
-        self.create_subscription(PoseStamped, '~/target_pose', self._on_target, QoSProfile(depth=1))
-        self.create_service(SolveIK, '~/solve', self._on_solve)
-        self.create_service(ComputeFK, '~/compute_fk', self._on_compute_fk)
-        self._load_model_from_parameters()
-        if Buffer is not None:
-            self._tf_buffer = Buffer()
-            self._tf_listener = TransformListener(self._tf_buffer, self)
-
-    # -- parameters ---------------------------------------------------------------------------
-
-    def _declare_parameters(self):
-        for spec in parameters.PARAMETERS:
-            descriptor = ParameterDescriptor(description=spec.description, read_only=spec.read_only)
-            if spec.choices:
-                descriptor.additional_constraints = 'one of: ' + ', '.join(spec.choices)
-            if spec.low is not None and isinstance(spec.default, float):
-                descriptor.floating_point_range = [FloatingPointRange(from_value=float(spec.low),
-                                                                      to_value=float(spec.high), step=0.0)]
-            elif spec.low is not None and isinstance(spec.default, int):
-                descriptor.integer_range = [IntegerRange(from_value=int(spec.low), to_value=int(spec.high), step=1)]
-            self.declare_parameter(spec.name, spec.default, descriptor)
-
-    def _param(self, name):
-        """Return a declared parameter's value, from a cache kept by the post-set callback."""
-        return self._cache[name]
-
-    def _values(self):
-        return dict(self._cache)
-
-    def _refresh_cache(self):
-        self._cache = {spec.name: self.get_parameter(spec.name).value for spec in parameters.PARAMETERS}
-
-    def _on_set_parameters(self, params):
-        n = self.model.chain.n if self.model else None
-        for param in params:
-            reason = parameters.check(param.name, param.value, n)
-            if reason is None and param.name == 'nullspace.pole_link' and param.value and self.model:
-                if param.value not in self.model.chain.link_frames:
-                    reason = f"nullspace.pole_link '{param.value}' is not a link of the chain"
-            if reason is not None:
-                return SetParametersResult(successful=False, reason=reason)
-        if self.model is not None:
-            values = self._values()
-            values.update({p.name: p.value for p in params})
-            try:
-                IKSolver(self.model.chain, parameters.solver_options(values, self.model.chain))
-            except ValueError as exc:
-                return SetParametersResult(successful=False, reason=str(exc))
-        return SetParametersResult(successful=True)
-
-    def _after_set_parameters(self, params):
-        self._refresh_cache()
-        if self.model is not None:
-            self._build_solver()
-
-    def _build_solver(self):
-        self.solver = IKSolver(self.model.chain, parameters.solver_options(self._values(), self.model.chain))
-
-    # -- robot model --------------------------------------------------------------------------
-
-    def _load_model_from_parameters(self):
-        description, path = self._param('robot_description'), self._param('urdf_file')
-        if description:
-            self._load_model(description, 'the robot_description parameter')
-        elif path:
-            self._load_model(path, f'urdf_file {path}')
-        else:
-            self.get_logger().info('waiting for the robot model on the robot_description topic')
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                             reliability=ReliabilityPolicy.RELIABLE)
-        if not description and not path:
-            self.create_subscription(String, 'robot_description', self._on_robot_description, latched)
-
-    def _on_robot_description(self, msg):
-        self._load_model(msg.data, 'the robot_description topic')
-
-    def _load_model(self, source, origin):
+        self.collision = None      # a collision checker (check(q), check_path(Q)) or None: wired by H8
+        self._robot = None
+        self._solve_lock = threading.Lock()
+        self._pending = None
+        self._pending_lock = threading.Lock()
+        groups = {name: MutuallyExclusiveCallbackGroup() for name in ('targets', 'commands', 'state', 'fk')}
+        self.params = ParameterSet(self, PARAMETERS, validate=self._validate, on_change=self._on_parameters)
+        p = self.params
+        self.reporter = OutcomeReporter(self, self._describe)
+        self.joint_states = JointStateTracker(self, p['joint_states_topic'], p['joint_states_timeout'],
+                                              groups['state'], p['state_tolerance'])
+        self.frames = TargetFrames(self)
+        self._state_group = groups['state']
+        self.create_subscription(PoseStamped, '~/target_pose', self._on_target, TARGET_QOS,
+                                 callback_group=groups['targets'])
+        self._wake = self.create_guard_condition(self._take_target, callback_group=groups['commands'])
+        self.create_timer(WAIT_PERIOD, self._take_target, callback_group=groups['commands'])
+        self.create_service(SolveIK, '~/solve', self._on_solve, callback_group=groups['commands'])
+        self.create_service(PlanPath, '~/plan_path', self._on_plan_path, callback_group=groups['commands'])
+        self.create_service(ComputeFK, '~/compute_fk', self._on_compute_fk, callback_group=groups['fk'])
+        self._name_check = self.create_timer(NAME_CHECK_DELAY, self._check_unique_name)
         try:
-            model = Model(source, self._param('base_link'), self._param('tip_link'))
-        except (ModelError, OSError) as exc:
-            self.get_logger().error(f'cannot load the robot model from {origin}: {exc}')
-            return
-        self.model = model
-        try:
-            self._build_solver()
+            args = xacro_args(p['xacro_args'])
         except ValueError as exc:
-            self.model = None
-            self.get_logger().error(f'parameters do not fit the robot model from {origin}: {exc}')
+            self.get_logger().error(f'{exc}; loading without xacro arguments')
+            args = {}
+        self.model_source = ModelSource(self, p['base_link'], p['tip_link'], self._use_model, p['robot_description'],
+                                        p['urdf_file'], args, p['robot_description_topic'])
+        self.graph_features = graph_features.attach(self)
+
+    # -- public interface (graph features, servo) -----------------------------------------------
+
+    @property
+    def model(self):
+        """Return the RobotModel in use, or None."""
+        context = self._robot
+        return context.model if context is not None else None
+
+    def add_outcome_listener(self, callback):
+        """Call ``callback(Outcome)`` for every target, request, path and controller event."""
+        self.reporter.add_listener(callback)
+
+    # -- model and parameters ---------------------------------------------------------------------
+
+    def _use_model(self, model):
+        """Build a fresh Context for ``model`` (ModelSource's on_model); ValueError if the parameters do not fit."""
+        from ..motion.limits import load_joint_limits
+        p = self.params
+        reason = check_all(p.values, model.chain.n)
+        if reason is not None:
+            raise ValueError(reason)
+        try:
+            limits = load_joint_limits(model.chain, p['joint_limits_file'] or None)
+        except (OSError, ModelError) as exc:
+            raise ValueError(f"joint_limits_file '{p['joint_limits_file']}': {exc}") from None
+        for note in limits.notes:
+            self.get_logger().info(f'joint limits: {note}')
+        solver = self._build_solver(model.chain, p.values)
+        mid = model.chain.mid_configuration()
+        solver.solve(model.chain.fk(mid), mid)  # the first solve of this chain honours its timeout
+        controller = ControllerInterface(
+            self, model.chain.joint_names, p['trajectory_topic'] or f"{p['controller_name']}/joint_trajectory",
+            p['controller_name'], p['command_interface'], self._on_controller_event, self._state_group)
+        history = CommandHistory()
+        previous, self._robot = self._robot, Context(
+            model, solver, limits, self._build_guard(limits, p.values, controller, history), history, controller)
+        if previous is not None:
+            previous.controller.destroy()
+
+    def _build_solver(self, chain, values):
+        collision = self.collision if values['avoid_collisions'] else None
+        extra = {'collision': collision} if collision is not None else {}
+        return IKSolver(chain, solver_options(values, chain), **extra)
+
+    def _build_guard(self, loaded, values, controller, history):
+        scaled = loaded.limits.scaled(values['velocity_scaling'] or loaded.default_velocity_scaling,
+                                      values['acceleration_scaling'] or loaded.default_acceleration_scaling)
+        workspace = (values['workspace.min'], values['workspace.max']) if is_set(values['workspace.min']) else None
+        return CommandGuard(scaled, workspace, values['max_joint_jump'], send=partial(_send, controller, history))
+
+    def _validate(self, values):
+        context = self._robot
+        reason = check_all(values, context.model.chain.n if context else None)
+        if reason is None and values['nullspace.pole_link'] and context is not None \
+                and values['nullspace.pole_link'] not in context.model.chain.link_frames:
+            reason = f"nullspace.pole_link '{values['nullspace.pole_link']}' is not a link of the chain"
+        if reason is None and context is not None:
+            try:
+                self._build_solver(context.model.chain, values)
+                self._build_guard(context.limits, values, context.controller, context.history)
+            except ValueError as exc:
+                reason = str(exc)
+        return reason
+
+    def _on_parameters(self, names):
+        p = self.params
+        self.joint_states.timeout, self.joint_states.tolerance = p['joint_states_timeout'], p['state_tolerance']
+        context = self._robot
+        if context is not None:
+            guard = self._build_guard(context.limits, p.values, context.controller, context.history)
+            self._robot = replace(context, solver=self._build_solver(context.model.chain, p.values), guard=guard)
+
+    def _on_controller_event(self, execution, error_code, message):
+        """Report what the controller did with a command (``sent`` is already in the command's own outcome)."""
+        if execution == 'sent':
             return
-        c = model.chain
-        mid = c.mid_configuration()
-        self.solver.solve(c.fk(mid), mid)  # loads the compiled kernels now, not on the first target
-        self.get_logger().info(f'loaded chain {c.base_link} -> {c.tip_link} from {origin}: '
-                               f'{c.n} joints ({", ".join(c.joint_names)})')
+        reason = 'success' if execution in ('accepted', 'succeeded', 'preempted') else execution
+        self.reporter.report(Outcome('controller', reason, message, execution=execution,
+                                     controller_error_code=error_code))
 
-    # -- inputs -------------------------------------------------------------------------------
+    def _check_unique_name(self):
+        self._name_check.cancel()
+        me = (self.get_name(), self.get_namespace())
+        if self.get_node_names_and_namespaces().count(me) > 1:
+            self.get_logger().warning(f'another node is named {me[1].rstrip("/")}/{me[0]}: two nodes may command '
+                                      'one controller; give each a namespace or a name of its own')
 
-    def _on_joint_state(self, msg):
-        good, bad = joint_positions(msg)
-        if bad:
-            self.get_logger().warning(f'ignoring non-finite joint_states for {", ".join(bad)}',
-                                      throttle_duration_sec=2.0)
-        self.positions.update(good)
-        if len(msg.velocity) == len(msg.name):
-            self.velocities.update((n, v) for n, v in zip(msg.name, msg.velocity) if np.isfinite(v))
+    # -- targets ----------------------------------------------------------------------------------
 
     def _on_target(self, msg):
+        arrival = time.monotonic()
+        age = self._target_age(msg, arrival)
+        if age > self.params['max_target_age']:
+            self.reporter.report(Outcome('topic', 'expired', f'target is {age:.3f} s old on arrival '
+                                         f"(max_target_age {self.params['max_target_age']:g} s)", target_age=age))
+            return
+        self._post(_Pending(msg, arrival))
+        self._wake.trigger()
+
+    def _post(self, pending):
+        """Put a target in the mailbox; one already there is superseded (unless it is older than ``pending``)."""
+        with self._pending_lock:
+            if self._pending is not None:
+                self.reporter.superseded()
+                if pending.waited:  # a waiting target put back never replaces one that arrived meanwhile
+                    return
+            self._pending = pending
+
+    def _take_target(self):
+        with self._pending_lock:
+            pending, self._pending = self._pending, None
+        if pending is None:
+            return
         try:
-            self._solve_and_publish(msg)
+            outcome = self._handle_target(pending)
         except Exception as exc:  # a callback must never take the node down
             self.get_logger().error(f'target dropped: unexpected error: {exc!r}')
+            outcome = Outcome('topic', 'invalid_input', f'unexpected error: {exc!r}')
+        if outcome is not None:
+            outcome.latency = time.monotonic() - pending.arrival
+            outcome.target_age = self._target_age(pending.msg, pending.arrival)
+            self.reporter.report(outcome)
 
-    def _solve_and_publish(self, msg):
-        if self.model is None:
-            self.get_logger().warning('target dropped: no robot model loaded yet', throttle_duration_sec=2.0)
-            return
-        chain = self.model.chain
+    def _handle_target(self, pending):
+        """Return the Outcome of a target, or None if it waits for the model or a first joint state."""
+        context = self._robot
+        waiting_for = ('the robot model' if context is None else
+                       None if self.joint_states.has(context.model.chain.joint_names) else 'a first joint state')
+        waited = time.monotonic() - pending.arrival
+        if waiting_for is not None:
+            if waited > self.params['target_timeout']:
+                return Outcome('topic', 'expired', f'waited {waited:.1f} s for {waiting_for} (target_timeout '
+                                                   f"{self.params['target_timeout']:g} s)")
+            pending.waited = True
+            self._post(pending)
+            return None
+        age = self._target_age(pending.msg, pending.arrival)
+        if not pending.waited and age > self.params['max_target_age']:
+            return Outcome('topic', 'expired', f'target is {age:.3f} s old (max_target_age '
+                                               f"{self.params['max_target_age']:g} s)")
+        return self._solve_and_execute(context, pending.msg, 'topic', {})
+
+    def _target_age(self, msg, arrival):
+        """Seconds since the target's stamp; a zero stamp counts from its arrival."""
+        stamp = Time.from_msg(msg.header.stamp)
+        if stamp.nanoseconds == 0:
+            return time.monotonic() - arrival
+        return max(0.0, (self.get_clock().now() - stamp).nanoseconds * 1e-9)
+
+    # -- the flow: state, frame, solve, time, guard, send ------------------------------------------
+
+    def _solve_and_execute(self, context, target_msg, source, overrides):
+        """Solve ``target_msg`` from the current state and send the move; the Outcome says what happened."""
+        method = overrides.get('method', context.solver.options.method)
         try:
-            current = vector_from(self.positions, chain.joint_names)
-        except KeyError as exc:
-            self.get_logger().warning(f'target dropped: waiting for joint_states: {exc.args[0]}',
-                                      throttle_duration_sec=2.0)
-            return
-        try:
-            seed, velocity = self._start_state(self._clamp_seed(current))
-            target = self._target_in_base(msg)
-            result = self.solver.solve(target, seed)
-        except SolveError as exc:
-            self._report_rejected('topic', exc.reason, str(exc))
-            return
+            start = self._start_state(context)
+            T = self._resolve(context, target_msg)
+            self._check_target(context, T)
+        except (StateError, FrameError, SolveError) as exc:
+            return Outcome(source, exc.reason, str(exc), method=method)
         except ValueError as exc:
-            self._report_rejected('topic', 'invalid_input', str(exc))
-            return
-        published = self._publish_solution(result, seed, velocity)
-        self._report(result, 'topic', published)
-        self._publish_markers(target, result)
+            return Outcome(source, 'invalid_input', str(exc), method=method)
+        result = self._solve(context, T, start.position, overrides)
+        outcome = Outcome(source, result.reason, result.message, target=T, result=result, method=method)
+        if not result.success and not self._approximation_allowed(result):
+            return outcome
+        refusal = self._move(context, start, result.joints)
+        if refusal is not None:
+            outcome.reason, outcome.message = refusal
+        else:
+            outcome.published, outcome.execution = True, 'sent'
+        return outcome
 
-    def _start_state(self, measured):
-        """Return the state a new move starts from.
+    def _start_state(self, context):
+        """Return the state a move starts from (MotionState), or raise StateError.
 
-        The controller continues from its current command: the last published
-        trajectory at this instant.  Without one, after it ended, or if the arm
-        has strayed from it, the measured state.
+        The controller's reference, else a replay of our last command, else the
+        measured state; when the reference and the measurement disagree, the measurement wins.
         """
-        if self._last_move is not None:
-            start, sampler = self._last_move
-            t = time.monotonic() - start
-            if t < sampler.end_time:
-                q, v = sampler.sample(t)
-                if np.abs(q - measured).max() < PLAN_DIVERGENCE:
-                    return np.clip(q, self.model.chain.lower, self.model.chain.upper), v
-        names = self.model.chain.joint_names
-        return measured, np.array([self.velocities.get(n, 0.0) for n in names])
+        limits = context.limits.limits
+        measured = self.joint_states.state(context.model.chain.joint_names, limits.lower, limits.upper,
+                                           velocity=limits.velocity, history=context.history)
+        reference = context.controller.reference() or context.history.reference()
+        if reference is None or np.abs(reference.position - measured.position).max() > self.joint_states.tolerance:
+            return measured
+        return MotionState(np.clip(reference.position, limits.lower, limits.upper), reference.velocity,
+                           reference.acceleration)
 
-    def _publish_solution(self, result, seed, velocity):
-        if not result.success:
-            if not self._approximation_allowed(result, seed):
-                self.get_logger().warning(f'no trajectory published: {result.reason}: {result.message}',
-                                          throttle_duration_sec=1.0)
-                return False
-            self.get_logger().warning(f'publishing best approximation ({result.position_error:.2e} m, '
-                                      f'{result.orientation_error:.2e} rad): {result.reason}',
-                                      throttle_duration_sec=1.0)
-        chain = self.model.chain
-        q = result.joints
-        if not (np.isfinite(q).all() and chain.within_limits(q)):  # the solver guarantees it; never trust blindly
-            self.get_logger().error('refusing to publish a solution outside the joint limits')
-            return False
-        path = plan_move(seed, q, chain.velocity_limits, self._param('velocity_scaling'),
-                         self._param('min_duration'), self._param('sample_period'), velocity,
-                         chain.lower, chain.upper)
-        self.trajectory_pub.publish(trajectory_message(chain.joint_names, path))
-        trajectory = Trajectory(path.times, path.positions, path.velocities, path.accelerations)
-        self._last_move = (time.monotonic(), SplineSampler(seed, velocity, trajectory))
-        return True
+    def _resolve(self, context, msg):
+        return self.frames.resolve(msg, context.model, self.joint_states.positions_at,
+                                   self.params['transform_timeout'])
 
-    def _approximation_allowed(self, result, seed):
-        if not self._param('publish_approximation'):
-            return False
-        return (result.position_error <= self._param('approximation.max_position_error')
-                and result.orientation_error <= self._param('approximation.max_orientation_error')
-                and np.abs(result.joints - seed).max() <= self._param('approximation.max_joint_jump'))
+    def _check_target(self, context, T):
+        reasons = context.guard.check_target(T)
+        if reasons:
+            raise SolveError('outside_workspace', reasons[0])
 
-    def _clamp_seed(self, q):
-        chain = self.model.chain
-        low, high = chain.lower - SEED_LIMIT_SLACK, chain.upper + SEED_LIMIT_SLACK
-        outside = (q < low) | (q > high)
-        if outside.any():
-            names = ', '.join(n for n, o in zip(chain.joint_names, outside) if o)
-            self.get_logger().warning(f'joint_states outside the limits for {names}: seeding from the clamped values',
-                                      throttle_duration_sec=2.0)
-        return np.clip(q, chain.lower, chain.upper)
+    def _solve(self, context, T, seed, overrides):
+        with self._solve_lock:
+            return context.solver.solve(T, seed, **overrides)
 
-    # -- frames ---------------------------------------------------------------------------------
+    def _approximation_allowed(self, result):
+        p = self.params
+        return (p['publish_approximation'] and np.isfinite(result.joints).all()
+                and result.position_error <= p['approximation.max_position_error']
+                and result.orientation_error <= p['approximation.max_orientation_error'])
 
-    def _target_in_base(self, msg, positions=None):
-        """Return the target as a 4x4 pose in the base link; raise SolveError or ValueError."""
-        T = pose_to_matrix(msg.pose)
-        frame = msg.header.frame_id.lstrip('/')
-        base = self.model.chain.base_link
-        if frame in ('', base):
-            return T
-        if self.model.frames.has_link(frame):
-            try:
-                return self.model.frames.pose(frame, positions or self.positions) @ T
-            except KeyError as exc:
-                raise SolveError('unknown_frame', f"frame '{frame}': {exc.args[0]}") from None
-        if self._tf_buffer is None:
-            raise SolveError('unknown_frame', f"frame '{frame}' is not a link of the robot and tf2_ros is not "
-                             f'available; express the target in {base} or a robot link')
-        return self._tf_lookup(base, frame) @ T
-
-    def _tf_lookup(self, base, frame):
+    def _move(self, context, start, goal):
+        """Time the move to ``goal`` and send it through the guard; None once sent, else (reason, message)."""
         try:
-            tf = self._tf_buffer.lookup_transform(base, frame, Time())
-        except Exception as exc:  # tf2 raises several lookup exception types
-            raise SolveError('unknown_frame', f'no transform {base} <- {frame}: {exc}') from None
-        t, r = tf.transform.translation, tf.transform.rotation
-        return make_pose([t.x, t.y, t.z], [r.x, r.y, r.z, r.w])
+            path = plan_move(start, goal, context.guard.limits, self.params['sample_period'])
+        except ValueError as exc:
+            return 'limit_violation', f'no move within the limits: {exc}'
+        return self._execute_path(context, start, path)
 
-    # -- services -----------------------------------------------------------------------------
+    def _execute_path(self, context, start, path, waypoints=None):
+        if self.collision is not None and self.params['avoid_collisions']:
+            hit = self.collision.check_path(path.positions)
+            if hit is not None:
+                index, (a, b) = hit
+                return 'collision_path', f'the move passes through a collision of {a} and {b} (point {index})'
+        return context.guard.execute(start, path, context.model.chain.joint_names, waypoints)
+
+    # -- services ---------------------------------------------------------------------------------
 
     def _on_solve(self, request, response):
-        try:
-            self._serve_solve(request, response)
-        except Exception as exc:
-            response.success = False
-            response.reason = SolveIK.Response.INVALID_INPUT
-            response.message = f'unexpected error: {exc!r}'
-            self.get_logger().error(response.message)
+        return self.solve_service_request(request)
+
+    def solve_service_request(self, request):
+        """Answer a SolveIK request (also used by the graph features, e.g. MoveIt's GetPositionIK)."""
+        response = SolveIK.Response()
+        context = self._robot
+        if context is None:
+            outcome = Outcome('service', 'no_robot_model', 'no robot model loaded yet')
+        else:
+            try:
+                outcome = self._serve_solve(context, request)
+            except Exception as exc:  # a request must never take the node down
+                self.get_logger().error(f'solve request failed: unexpected error: {exc!r}')
+                outcome = Outcome('service', 'invalid_input', f'unexpected error: {exc!r}')
+        response.success = outcome.success
+        response.reason, response.message = reason_code(outcome.reason), outcome.message
+        response.executed = outcome.published
+        result = outcome.result
+        if result is not None:
+            response.solution = joint_state(context.model.chain.joint_names, result.joints,
+                                            self.get_clock().now().to_msg())
+            response.position_error, response.orientation_error = result.position_error, result.orientation_error
+            response.task_error, response.sigma_min = result.task_error, result.sigma_min
+            response.iterations, response.solve_time = result.iterations, result.elapsed
+        else:
+            response.position_error = response.orientation_error = response.task_error = float('inf')
+        self.reporter.report(outcome)
         return response
 
-    def _serve_solve(self, request, response):
-        if self.model is None:
-            response.reason, response.message = SolveIK.Response.NO_ROBOT_MODEL, 'no robot model loaded yet'
-            return
-        chain = self.model.chain
+    def _serve_solve(self, context, request):
         try:
-            seed, positions = self._request_seed(request.seed)
-            target = self._target_in_base(request.target, positions)
-            overrides = self._overrides(request)
-            result = self.solver.solve(target, seed, **overrides)
-        except SolveError as exc:
-            response.reason, response.message = REASON_CODES[exc.reason], str(exc)
-            self._report_rejected('service', exc.reason, str(exc))
-            return
+            overrides = self._request_overrides(request)
+            if request.execute:
+                if request.seed.name:
+                    raise ValueError('a seed cannot be combined with execute: a move starts from the current state')
+                return self._solve_and_execute(context, request.target, 'service', overrides)
+            seed = self._request_seed(context, request.seed)
+            T = self._resolve(context, request.target)
+            self._check_target(context, T)
+        except (FrameError, SolveError) as exc:
+            return Outcome('service', exc.reason, str(exc))
         except (ValueError, KeyError) as exc:
-            response.reason, response.message = SolveIK.Response.INVALID_INPUT, str(exc.args[0])
-            self._report_rejected('service', 'invalid_input', response.message)
-            return
-        response.success = result.success
-        response.reason = REASON_CODES[result.reason]
-        response.message = result.message
-        response.solution = joint_state(chain.joint_names, result.joints, self.get_clock().now().to_msg())
-        response.position_error = result.position_error
-        response.orientation_error = result.orientation_error
-        response.iterations = result.iterations
-        response.solve_time = result.elapsed
-        self._report(result, 'service', False, overrides.get('method'))
-        self._publish_markers(target, result)
+            return Outcome('service', 'invalid_input', str(exc.args[0]))
+        result = self._solve(context, T, seed, overrides)
+        method = overrides.get('method', context.solver.options.method)
+        return Outcome('service', result.reason, result.message, target=T, result=result, method=method)
 
-    def _request_seed(self, seed_msg):
+    def _request_seed(self, context, seed_msg):
         """Seed from the request, else the latest joint_states, else the middle of the limits."""
-        chain = self.model.chain
-        positions = dict(self.positions)
+        chain = context.model.chain
+        positions = self.joint_states.positions()
         if seed_msg.name:
             given, bad = joint_positions(seed_msg)
             if bad:
                 raise ValueError(f'seed has NaN or inf for {", ".join(bad)}')
             positions.update(given)
-            return vector_from(positions, chain.joint_names), positions
+            return vector_from(positions, chain.joint_names)
         try:
-            return self._clamp_seed(vector_from(positions, chain.joint_names)), positions
+            return np.clip(vector_from(positions, chain.joint_names), chain.lower, chain.upper)
         except KeyError:
-            return chain.mid_configuration(), positions
+            return chain.mid_configuration()
 
-    def _overrides(self, request):
+    def _request_overrides(self, request):
+        """Solver overrides of a SolveIK request, each bounded like its parameter; ValueError otherwise."""
         overrides = {}
         if request.method:
+            if request.method not in METHOD_NAMES:
+                raise ValueError(f"unknown IK method '{request.method}'; choose one of {', '.join(METHOD_NAMES)}")
             overrides['method'] = request.method
-        for name in ('timeout', 'position_tolerance', 'orientation_tolerance'):
+        if request.mode:
+            reason = BY_NAME['mode'].check(request.mode)
+            if reason:
+                raise ValueError(reason)
+            overrides['mode'] = request.mode
+        limit = self.params['max_request_timeout']
+        if request.timeout != 0.0:
+            if not 0.0 < request.timeout <= limit:
+                raise ValueError(f'timeout must be in (0, {limit:g}] s (max_request_timeout), got {request.timeout}')
+            overrides['timeout'] = request.timeout
+        for name in ('position_tolerance', 'orientation_tolerance'):
             value = getattr(request, name)
             if value != 0.0:
+                reason = BY_NAME[name].check(value)
+                if reason:
+                    raise ValueError(reason)
                 overrides[name] = value
-        if len(request.weights):
-            if len(request.weights) != 6:
-                raise ValueError(f'weights must have 6 values (x y z rx ry rz), got {len(request.weights)}')
-            overrides['weights'] = tuple(request.weights)
-        elif request.position_only:
-            overrides['weights'] = (1.0, 1.0, 1.0, 0.0, 0.0, 0.0)
+        if request.position_only and request.orientation_only:
+            raise ValueError('position_only and orientation_only cannot both be set')
+        for name in ('position_only', 'orientation_only'):
+            if getattr(request, name):
+                overrides[name] = True
+        for name in ('weights', 'bounds'):
+            values = np.asarray(getattr(request, name), float)
+            if len(values):
+                if len(values) != 6 or np.isnan(values).any():
+                    raise ValueError(f'{name} must have 6 values (x y z rx ry rz), not NaN; got {len(values)}')
+                overrides[name] = tuple(float(v) for v in values)
+        if request.weights_in_target_frame:
+            overrides['weights_frame'] = 'target'
         return overrides
 
+    def _on_plan_path(self, request, response):
+        context = self._robot
+        if context is None:
+            outcome = Outcome('path', 'no_robot_model', 'no robot model loaded yet')
+        else:
+            try:
+                outcome = self._plan_path(context, request, response)
+            except (StateError, FrameError, SolveError) as exc:
+                outcome = Outcome('path', exc.reason, str(exc))
+            except ValueError as exc:
+                outcome = Outcome('path', 'invalid_input', str(exc))
+            except Exception as exc:  # a request must never take the node down
+                self.get_logger().error(f'plan_path failed: unexpected error: {exc!r}')
+                outcome = Outcome('path', 'invalid_input', f'unexpected error: {exc!r}')
+        response.success = outcome.success
+        response.reason, response.message, response.executed = reason_code(outcome.reason), outcome.message, \
+            outcome.published
+        self.reporter.report(outcome)
+        return response
+
+    def _plan_path(self, context, request, response):
+        """Solve, time and (with execute) send a Cartesian path; fill ``response``; return the Outcome."""
+        chain = context.model.chain
+        if request.start_state.name:
+            if request.execute:
+                raise ValueError('start_state cannot be combined with execute: a path starts from the current state')
+            start = MotionState.at_rest(self._request_seed(context, request.start_state))
+        else:
+            start = self._start_state(context)
+        if not request.waypoints:
+            raise ValueError('a path needs at least one waypoint')
+        waypoints = [self._resolve(context, msg) for msg in request.waypoints]
+        for T in waypoints:
+            self._check_target(context, T)
+        for name in ('max_step', 'jump_threshold'):
+            if not np.isfinite(getattr(request, name)) or getattr(request, name) < 0.0:
+                raise ValueError(f'{name} must be finite and >= 0, got {getattr(request, name)}')
+        jump = request.jump_threshold or self.params['max_joint_jump']
+        with self._solve_lock:
+            path = cartesian_path(context.solver, start.position, waypoints, request.max_step or PATH_STEP, jump)
+        response.fraction = float(path.fraction)
+        outcome = Outcome('path', path.reason, path.message, target=waypoints[-1])
+        if len(path.joints) < 2:
+            return outcome
+        timed = plan_joint_path(start, path.joints[1:], context.guard.limits, self.params['sample_period'])
+        response.trajectory = trajectory_message(chain.joint_names, timed)
+        if outcome.success and request.execute:
+            refusal = self._execute_path(context, start, timed, path.joints)
+            if refusal is not None:
+                outcome.reason, outcome.message = refusal
+            else:
+                outcome.published, outcome.execution = True, 'sent'
+        return outcome
+
     def _on_compute_fk(self, request, response):
-        if self.model is None:
+        context = self._robot
+        if context is None:
             response.message = 'no robot model loaded yet'
             return response
-        positions = dict(self.positions)
+        chain = context.model.chain
+        positions = self.joint_states.positions()
         good, bad = joint_positions(request.joint_state)
         positions.update(good)
-        link = request.link or self.model.chain.tip_link
+        link = request.link or chain.tip_link
         try:
             if bad:
                 raise ValueError(f'joint_state has NaN or inf for {", ".join(bad)}')
-            if link in self.model.chain.link_frames:
-                T = self.model.chain.fk(vector_from(positions, self.model.chain.joint_names), link)
+            if link in chain.link_frames:
+                T = chain.fk(vector_from(positions, chain.joint_names), link)
             else:
-                T = self.model.frames.pose(link, positions)
+                T = context.model.frames.pose(link, positions)
         except (ModelError, ValueError, KeyError) as exc:
             response.message = str(exc.args[0])
             return response
         response.success = True
-        response.pose.header.frame_id = self.model.chain.base_link
+        response.pose.header.frame_id = chain.base_link
         response.pose.header.stamp = self.get_clock().now().to_msg()
         response.pose.pose = matrix_to_pose(T)
         return response
 
-    # -- reporting ------------------------------------------------------------------------------
+    # -- reporting ----------------------------------------------------------------------------------
 
-    def _new_status(self, source, method=None):
-        status = SolveStatus()
-        status.header.stamp = self.get_clock().now().to_msg()
-        status.header.frame_id = self.model.chain.base_link if self.model else ''
-        status.source = source
-        status.method = method or (self.solver.options.method if self.solver else '')
-        return status
+    def _describe(self, outcome):
+        """(frame_id, sigma_min, manipulability) of an outcome, for its status."""
+        context = self._robot
+        if context is None:
+            return '', float('nan'), float('nan')
+        result = outcome.result
+        if result is None:
+            return context.model.chain.base_link, float('nan'), float('nan')
+        chain = context.model.chain
+        return chain.base_link, result.sigma_min, manipulability(chain.jacobian(result.joints))
 
-    def _report(self, result, source, published, method=None):
-        status = self._new_status(source, method)
-        status.success = result.success
-        status.reason = result.reason
-        status.message = result.message
-        status.position_error = result.position_error
-        status.orientation_error = result.orientation_error
-        status.iterations = result.iterations
-        status.restarts = result.restarts
-        status.solve_time = result.elapsed
-        J = self.model.chain.jacobian(result.joints)
-        status.sigma_min = sigma_min(J)
-        status.manipulability = float(manipulability(J))
-        status.trajectory_published = published
-        self.status_pub.publish(status)
 
-    def _report_rejected(self, source, reason, message):
-        self.get_logger().warning(f'{source} target rejected ({reason}): {message}', throttle_duration_sec=1.0)
-        status = self._new_status(source)
-        status.reason = reason
-        status.message = message
-        status.position_error = status.orientation_error = float('inf')
-        self.status_pub.publish(status)
+def _send(controller, history, names, start, path):
+    """Send the trajectory to the controller and remember it: the guard's only way out."""
+    controller.send(trajectory_message(names, path))
+    history.sent(start, path)
 
-    def _publish_markers(self, target, result):
-        base = self.model.chain.base_link
-        reached = self.model.chain.fk(result.joints)
-        markers = MarkerArray()
-        for i, (T, color) in enumerate(((target, (0.1, 0.9, 0.1)),
-                                        (reached, (0.1, 0.4, 1.0) if result.success else (1.0, 0.2, 0.1)))):
-            m = Marker()
-            m.header.frame_id = base
-            m.header.stamp = self.get_clock().now().to_msg()
-            m.ns = ('target', 'reached')[i]
-            m.id = 0
-            m.type = Marker.ARROW
-            m.action = Marker.ADD
-            m.pose = matrix_to_pose(T)
-            m.scale.x, m.scale.y, m.scale.z = 0.1, 0.01, 0.01
-            m.color.r, m.color.g, m.color.b = color
-            m.color.a = 1.0
-            markers.markers.append(m)
-        self.marker_pub.publish(markers)
+
+class _MultiThreadedExecutor:
+    """A MultiThreadedExecutor made on first use, i.e. after ``run_node`` has initialised rclpy."""
+
+    def __init__(self, num_threads=4):
+        self._num_threads = num_threads
+        self._executor = None
+
+    def __getattr__(self, name):
+        if self._executor is None:
+            self._executor = MultiThreadedExecutor(num_threads=self._num_threads)
+        return getattr(self._executor, name)
 
 
 def main(args=None):
-    run_node(IKSolverNode, args)
+    return run_node(IKSolverNode, args, executor=_MultiThreadedExecutor())
 
 
 if __name__ == '__main__':

@@ -5,6 +5,7 @@ Every target, service call, path request and controller event ends in exactly on
 (diagnostics, markers), so each of them sees the same facts.
 """
 from dataclasses import dataclass
+import threading
 
 import numpy as np
 
@@ -31,3 +32,69 @@ class Outcome:
     @property
     def success(self):
         return self.reason == SUCCESS
+
+
+class OutcomeReporter:
+    """Publishes each Outcome on ``~/status`` and hands it to the listeners; counts superseded inputs.
+
+    ``describe(outcome) -> (frame_id, sigma_min, manipulability)`` adds what only the model knows.
+    """
+
+    def __init__(self, node, describe):
+        from ik_solver_interfaces.msg import SolveStatus
+        self._status_type = SolveStatus
+        self._node = node
+        self._describe = describe
+        self._listeners = []
+        self._superseded = 0
+        self._lock = threading.Lock()
+        self._publisher = node.create_publisher(SolveStatus, '~/status', 10)
+
+    def add_listener(self, callback):
+        """Call ``callback(outcome)`` for every outcome, after it is published."""
+        self._listeners.append(callback)
+
+    def superseded(self):
+        """Count one input dropped for a newer one; it is reported with the next status."""
+        with self._lock:
+            self._superseded += 1
+
+    def report(self, outcome):
+        with self._lock:
+            outcome.superseded, self._superseded = outcome.superseded + self._superseded, 0
+        if not outcome.success:
+            self._node.get_logger().warning(f'{outcome.source} input refused ({outcome.reason}): {outcome.message}',
+                                            throttle_duration_sec=1.0)
+        self._publisher.publish(self.status(outcome))
+        for callback in self._listeners:
+            try:
+                callback(outcome)
+            except Exception as exc:  # a listener must not stop the others or the node
+                self._node.get_logger().error(f'outcome listener failed: {exc!r}', throttle_duration_sec=5.0)
+
+    def status(self, outcome):
+        """Return the SolveStatus message of an outcome."""
+        status = self._status_type()
+        status.header.stamp = self._node.get_clock().now().to_msg()
+        status.source = outcome.source
+        status.method = outcome.method
+        status.success = outcome.success
+        status.reason = outcome.reason
+        status.message = outcome.message
+        status.target_age = float(outcome.target_age)
+        status.superseded = int(min(outcome.superseded, 2 ** 32 - 1))
+        status.trajectory_published = outcome.published
+        status.execution = outcome.execution
+        status.controller_error_code = int(outcome.controller_error_code)
+        status.position_error = status.orientation_error = status.task_error = float('inf')
+        status.header.frame_id, sigma, manipulability = self._describe(outcome)
+        result = outcome.result
+        if result is not None:
+            status.position_error = float(result.position_error)
+            status.orientation_error = float(result.orientation_error)
+            status.task_error = float(result.task_error)
+            status.iterations = int(result.iterations)
+            status.restarts = int(result.restarts)
+            status.solve_time = float(result.elapsed)
+            status.sigma_min, status.manipulability = float(sigma), float(manipulability)
+        return status

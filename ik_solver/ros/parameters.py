@@ -1,19 +1,32 @@
-"""The node's parameters: names, defaults, descriptions, ranges, and what they configure.
+"""Declared node parameters: a table of ``Param`` and a ``ParameterSet`` that enforces it.
 
-Kept free of rclpy so the table and its checks are testable alone; the node
-turns each ``Param`` into a declared parameter with a descriptor.
+Every node of the package declares its parameters from a table, so each one has a
+description, a range or choices, and the same checks whether it comes from a
+params file, ``-p name:=value`` or ``ros2 param set``.  Integers are accepted for
+double parameters (``ros2 param set /ik_solver timeout 1`` sends an integer);
+non-numbers and out-of-range values are refused with a reason.  The IK node's own
+table, ``PARAMETERS``, and its translation into ``SolverOptions`` live here too.
 """
 from dataclasses import dataclass
+import threading
 
 import numpy as np
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.parameter import Parameter
 
 from ..core.methods import METHOD_NAMES
 from ..core.nullspace import NullspaceGoals
 from ..core.solver import SolverOptions
+from ..motion.timing import SAMPLE_PERIOD
+
+#: Value of a list parameter that means "not set" (ROS parameters cannot be empty lists of a known type).
+UNSET = [0.0]
 
 
 @dataclass(frozen=True)
 class Param:
+    """One declared parameter: default (its type), description, range or choices, allowed list lengths."""
+
     name: str
     default: object
     description: str
@@ -21,6 +34,130 @@ class Param:
     high: float = None
     read_only: bool = False
     choices: tuple = None
+    lengths: tuple = None           # allowed lengths of a list value (UNSET is always allowed)
+
+    def descriptor(self):
+        # dynamic typing: the type is checked here, with a reason a user can read
+        descriptor = ParameterDescriptor(description=self.description, read_only=self.read_only,
+                                         dynamic_typing=True)
+        if self.choices:
+            descriptor.additional_constraints = 'one of: ' + ', '.join(self.choices)
+        if self.lengths:
+            descriptor.additional_constraints = (f'{" or ".join(map(str, self.lengths))} values, '
+                                                 f'or {UNSET} for not set')
+        if self.low is not None and isinstance(self.default, float):
+            descriptor.floating_point_range = [FloatingPointRange(from_value=float(self.low),
+                                                                  to_value=float(self.high), step=0.0)]
+        elif self.low is not None and isinstance(self.default, int) and not isinstance(self.default, bool):
+            descriptor.integer_range = [IntegerRange(from_value=int(self.low), to_value=int(self.high), step=1)]
+        return descriptor
+
+    def check(self, value):
+        """Reason ``value`` is refused, or None."""
+        wrong = self._type_error(value)
+        if wrong is not None:
+            return wrong
+        if self.choices is not None and value not in self.choices:
+            return f"{self.name} must be one of {', '.join(self.choices)}, got '{value}'"
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if isinstance(self.default, float) and not np.isfinite(value) and self.high != np.inf:
+                return f'{self.name} must be finite'
+            if self.low is not None and not self.low <= value <= self.high:
+                return f'{self.name} must be in [{self.low}, {self.high}], got {value}'
+        if self.lengths and list(value) != UNSET:
+            if len(value) not in self.lengths:
+                return f'{self.name} must have {" or ".join(map(str, self.lengths))} values, got {len(value)}'
+            if np.isnan(np.asarray(value, float)).any():
+                return f'{self.name} must not contain NaN'
+        return None
+
+    def _type_error(self, value):
+        kind = type(self.default)
+        if kind is list:
+            item = type(self.default[0])
+            if isinstance(value, (list, tuple)) or type(value).__name__ == 'array':
+                if all(isinstance(v, item) and not isinstance(v, bool) for v in value):
+                    return None
+            return f'{self.name} must be a list of {_TYPE_NAMES[item]}, got {value!r}'
+        if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
+            return None
+        return f'{self.name} must be {_TYPE_NAMES[kind]}, got {type(value).__name__} {value!r}'
+
+
+_TYPE_NAMES = {bool: 'true or false', int: 'an integer', float: 'a number', str: 'a string'}
+
+
+def is_set(value):
+    """Whether a list parameter was given (anything but ``UNSET``)."""
+    return list(value) != UNSET
+
+
+class ParameterSet:
+    """Declares a table of ``Param`` on a node and keeps their checked values in ``.values``.
+
+    ``validate(values) -> reason | None`` is asked about the whole set a change
+    would give (e.g. "do these build a solver?"); ``on_change(names)`` runs after a
+    change was accepted.
+    """
+
+    def __init__(self, node, table, validate=None, on_change=None):
+        self.node = node
+        self.table = {p.name: p for p in table}
+        self._validate = validate
+        self._on_change = on_change
+        self._lock = threading.Lock()
+        self._declared = False
+        self.values = {}
+        overrides = getattr(node, '_parameter_overrides', {})
+        for p in table:  # an integer given for a double at start (-p timeout:=1) is that double
+            if p.name in overrides:
+                overrides[p.name] = self._coerce(overrides[p.name])
+        node.add_pre_set_parameters_callback(lambda params: [self._coerce(p) for p in params])
+        node.add_on_set_parameters_callback(self._on_set)
+        node.add_post_set_parameters_callback(self._after_set)
+        for p in table:  # a refused start-up value raises InvalidParameterValueException with the reason
+            node.declare_parameter(p.name, p.default, p.descriptor())
+        self.values = {p.name: node.get_parameter(p.name).value for p in table}
+        self._declared = True
+
+    def get(self, name):
+        return self.values[name]
+
+    def __getitem__(self, name):
+        return self.values[name]
+
+    def _coerce(self, param):
+        spec = self.table.get(param.name)
+        if spec is None:
+            return param
+        if isinstance(spec.default, float) and param.type_ == Parameter.Type.INTEGER:
+            return Parameter(param.name, Parameter.Type.DOUBLE, float(param.value))
+        if isinstance(spec.default, list) and param.type_ == Parameter.Type.INTEGER_ARRAY:
+            return Parameter(param.name, Parameter.Type.DOUBLE_ARRAY, [float(v) for v in param.value])
+        return param
+
+    def _on_set(self, params):
+        for param in params:
+            spec = self.table.get(param.name)
+            reason = spec.check(param.value) if spec is not None else None
+            if reason is not None:
+                return SetParametersResult(successful=False, reason=reason)
+        if self._validate is not None and self._declared:
+            values = dict(self.values)
+            values.update({p.name: p.value for p in params if p.name in self.table})
+            reason = self._validate(values)
+            if reason is not None:
+                return SetParametersResult(successful=False, reason=reason)
+        return SetParametersResult(successful=True)
+
+    def _after_set(self, params):
+        changed = [p.name for p in params if p.name in self.table]
+        with self._lock:
+            values = dict(self.values)
+            values.update({p.name: p.value for p in params if p.name in self.table})
+            self.values = values  # one assignment: readers on other threads see old or new, never half
+        if changed and self._declared and self._on_change is not None:
+            self._on_change(changed)
 
 
 PARAMETERS = (
@@ -28,13 +165,36 @@ PARAMETERS = (
     Param('robot_description', '', 'URDF XML of the robot; empty: urdf_file, else the robot_description topic',
           read_only=True),
     Param('urdf_file', '', 'Path of a URDF or xacro file, used when robot_description is empty', read_only=True),
+    Param('xacro_args', [''], 'xacro arguments as name:=value strings, e.g. ["prefix:=right_"]', read_only=True),
     Param('base_link', 'base_link', 'Root link of the IK chain; targets are expressed in it by default',
           read_only=True),
     Param('tip_link', 'tool0', 'Link whose pose is solved for', read_only=True),
-    # Topics.
-    Param('trajectory_topic', '/joint_trajectory_controller/joint_trajectory',
-          'Topic of the joint_trajectory_controller that executes solutions', read_only=True),
-    Param('joint_states_topic', '/joint_states', 'sensor_msgs/JointState input', read_only=True),
+    Param('joint_limits_file', '', 'MoveIt-format joint_limits.yaml: velocity, acceleration and jerk limits '
+          'that tighten the URDF; empty: URDF limits and the documented default acceleration', read_only=True),
+    # Topics and the controller (relative names: they follow the node's namespace).
+    Param('controller_name', 'joint_trajectory_controller', 'joint_trajectory_controller that executes moves',
+          read_only=True),
+    Param('trajectory_topic', '', 'JointTrajectory topic of the controller; empty: <controller_name>/joint_trajectory',
+          read_only=True),
+    Param('command_interface', 'topic', "'topic': publish JointTrajectory; 'action': FollowJointTrajectory goals "
+          '(needs control_msgs)', read_only=True, choices=('topic', 'action')),
+    Param('joint_states_topic', 'joint_states', 'sensor_msgs/JointState input', read_only=True),
+    Param('robot_description_topic', 'robot_description', 'Latched URDF topic, used when neither robot_description '
+          'nor urdf_file is set', read_only=True),
+    # Freshness of inputs.
+    Param('joint_states_timeout', 0.5, 'joint_states older than this give no new move (STALE_STATE) [s]', 0.01, 10.0),
+    Param('state_tolerance', 0.1, 'joint_states may differ this much from the commanded motion (tracking error) '
+          'before they are INCONSISTENT_STATE [rad or m]', 0.001, 3.2),
+    Param('target_timeout', 5.0, 'A target that arrives before the model or a joint state waits this long, newest '
+          'wins, then EXPIRED [s]', 0.0, 60.0),
+    Param('max_target_age', 0.5, 'Targets whose header.stamp is older than this on arrival are EXPIRED; a zero '
+          'stamp means now [s]', 0.001, 60.0),
+    Param('transform_timeout', 0.05, "How long a tf2 lookup at a target's stamp may wait [s]", 0.0, 1.0),
+    Param('max_request_timeout', 1.0, 'Largest SolveIK/PlanPath timeout a caller may ask for [s]', 1e-4, 10.0),
+    Param('workspace.min', UNSET, 'Lower corner of the allowed target box in the base frame [m]; [0.0]: none',
+          lengths=(3,)),
+    Param('workspace.max', UNSET, 'Upper corner of the allowed target box in the base frame [m]; [0.0]: none',
+          lengths=(3,)),
     # Solver.
     Param('method', 'lm', 'IK step method: ' + ', '.join(METHOD_NAMES), choices=METHOD_NAMES),
     Param('timeout', 0.005, 'Wall-clock budget of one solve, restarts included [s]', 1e-4, 1.0),
@@ -47,23 +207,37 @@ PARAMETERS = (
     Param('epsilon', 0.05, 'adaptive_dls: damping starts below this smallest singular value', 1e-6, 10.0),
     Param('alpha', 0.0, "transpose: gain; 0 selects Buss's optimal step", 0.0, 100.0),
     Param('lm_bias', 1e-5, 'lm: damping floor added to the error-dependent damping', 0.0, 1.0),
-    Param('mode', 'first', "'first': the first solution; 'closest': search until timeout for the one "
-          'with the smallest largest-joint move from the seed', choices=('first', 'closest')),
+    Param('mode', 'first', "'first': the first solution; 'closest': the one with the smallest largest-joint move "
+          "from the seed; 'manipulability': the most manipulable, away from limits (both search the whole timeout)",
+          choices=('first', 'closest', 'manipulability')),
+    Param('jump_threshold', 0.5, "mode 'first': a solution moving a joint further than this from the current state "
+          'makes the search go on for the closest one [rad or m]', 0.001, 100.0),
+    Param('max_joint_jump', 1.5, 'A move changing any joint by more than this is refused (JOINT_JUMP) [rad or m]',
+          0.001, 100.0),
     Param('position_only', False, 'Ignore target orientations'),
+    Param('orientation_only', False, 'Ignore target positions'),
+    Param('weights', [1.0] * 6, 'Task weights x y z rx ry rz (0 masks an axis)', lengths=(6,)),
+    Param('weights_in_target_frame', False, "weights and bounds refer to the target's axes (tool frame), "
+          'not the base frame'),
+    Param('bounds', UNSET, 'Per-axis tolerances x y z rx ry rz in the target frame (TRAC-IK bounds; .inf frees an '
+          'axis); [0.0]: position/orientation_tolerance', lengths=(6,)),
     Param('random_seed', 0, 'Seed of the random restarts (deterministic solves)', 0, 2 ** 31 - 1),
+    Param('avoid_collisions', True, 'Refuse solutions and moves in collision, where a collision model is loaded'),
     # Nullspace goals.
     Param('nullspace.posture_weight', 0.0, 'Weight of the preferred-posture goal', 0.0, 100.0),
-    Param('nullspace.preferred_posture', [0.0], 'Preferred joint positions; [0.0] alone: the middle of the limits'),
+    Param('nullspace.preferred_posture', UNSET, 'Preferred joint positions; [0.0] alone: the middle of the limits'),
     Param('nullspace.limits_weight', 0.0, 'Weight of the joint-limit avoidance goal', 0.0, 100.0),
     Param('nullspace.manipulability_weight', 0.0, 'Weight of the manipulability goal', 0.0, 100.0),
     Param('nullspace.pole_weight', 0.0, 'Weight of the pole-target (elbow side) goal', 0.0, 100.0),
     Param('nullspace.pole_link', '', 'Chain link (the elbow) drawn toward the pole target'),
-    Param('nullspace.pole_target', [0.0, 0.0, 0.0], 'Pole point in the base link frame [m]'),
+    Param('nullspace.pole_target', [0.0, 0.0, 0.0], 'Pole point in the base link frame [m]', lengths=(3,)),
     Param('nullspace.iterations', 30, 'Nullspace steps after the tip has converged', 0, 10000),
-    # Trajectory.
-    Param('velocity_scaling', 0.5, 'Fraction of each joint velocity limit a move may use', 0.01, 1.0),
-    Param('min_duration', 0.1, 'Shortest trajectory duration [s]', 0.001, 60.0),
-    Param('sample_period', 0.05, 'Time between trajectory points [s]', 0.001, 1.0),
+    # Motion.
+    Param('velocity_scaling', 0.5, 'Fraction of each joint velocity limit a move may use; 0: the joint_limits '
+          "file's default_velocity_scaling_factor", 0.0, 1.0),
+    Param('acceleration_scaling', 0.5, 'Fraction of each joint acceleration (and jerk) limit a move may use; 0: '
+          "the joint_limits file's default_acceleration_scaling_factor", 0.0, 1.0),
+    Param('sample_period', SAMPLE_PERIOD, 'Time between trajectory points of a Ruckig-timed move [s]', 0.001, 0.1),
     # Failures.
     Param('publish_approximation', False, 'On a failed solve, publish the best approximation if within the '
           'limits below; otherwise publish nothing'),
@@ -71,51 +245,77 @@ PARAMETERS = (
           0.0, 1.0),
     Param('approximation.max_orientation_error', 0.05, 'Largest orientation error of a published approximation '
           '[rad]', 0.0, 3.2),
-    Param('approximation.max_joint_jump', 0.5, 'Largest joint move of a published approximation [rad or m]',
-          0.0, 6.3),
 )
 
 BY_NAME = {p.name: p for p in PARAMETERS}
 
 
 def check(name, value, n_joints=None):
-    """Reason a value is refused, or None.  Ranges of numbers are also enforced by the descriptors."""
+    """Reason a value of the IK node's parameter ``name`` is refused, or None."""
     param = BY_NAME.get(name)
     if param is None:
         return None
-    if param.choices is not None and value not in param.choices:
-        return f"{name} must be one of {', '.join(param.choices)}, got '{value}'"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not np.isfinite(value):
-            return f'{name} must be finite'
-        if param.low is not None and not param.low <= value <= param.high:
-            return f'{name} must be in [{param.low}, {param.high}], got {value}'
-    if name == 'nullspace.pole_target' and (len(value) != 3 or not np.isfinite(value).all()):
-        return 'nullspace.pole_target must be 3 finite coordinates'
-    if name == 'nullspace.preferred_posture' and n_joints is not None and len(value) not in (1, n_joints):
-        return f'nullspace.preferred_posture must have {n_joints} values (or [0.0] for mid-limits)'
+    reason = param.check(value)
+    if reason is None and name == 'nullspace.pole_target' and not np.isfinite(value).all():
+        reason = 'nullspace.pole_target must be 3 finite coordinates'
+    if reason is None and name in ('workspace.min', 'workspace.max') and is_set(value) \
+            and not np.isfinite(value).all():
+        reason = f'{name} must be 3 finite coordinates'
+    if reason is None and name == 'nullspace.preferred_posture' and n_joints is not None \
+            and is_set(value) and len(value) != n_joints:
+        reason = f'nullspace.preferred_posture must have {n_joints} values (or [0.0] for mid-limits)'
+    return reason
+
+
+def check_all(values, n_joints=None):
+    """First reason any of ``values`` is refused, including combinations; None if all are fine."""
+    for name, value in values.items():
+        reason = check(name, value, n_joints)
+        if reason is not None:
+            return reason
+    if values['position_only'] and values['orientation_only']:
+        return 'position_only and orientation_only cannot both be set'
+    low, high = values['workspace.min'], values['workspace.max']
+    if is_set(low) != is_set(high):
+        return 'workspace.min and workspace.max must be set together'
+    if is_set(low) and not np.all(np.asarray(low) < np.asarray(high)):
+        return 'workspace.min must be below workspace.max on every axis'
     return None
+
+
+def xacro_args(values):
+    """{name: value} of the xacro_args parameter's 'name:=value' strings; ValueError naming a bad one."""
+    args = {}
+    for item in values:
+        if not item:
+            continue
+        name, sep, value = item.partition(':=')
+        if not sep or not name:
+            raise ValueError(f"xacro_args entries must be 'name:=value', got '{item}'")
+        args[name] = value
+    return args
 
 
 def solver_options(values, chain=None):
     """Build SolverOptions from a {name: value} map of the parameters above."""
     posture = list(values['nullspace.preferred_posture'])
-    pole_weight = values['nullspace.pole_weight']
     goals = NullspaceGoals(
         posture=values['nullspace.posture_weight'], limits=values['nullspace.limits_weight'],
-        manipulability=values['nullspace.manipulability_weight'], pole=pole_weight,
-        q_pref=np.array(posture) if chain is not None and len(posture) == chain.n else None,
+        manipulability=values['nullspace.manipulability_weight'], pole=values['nullspace.pole_weight'],
+        q_pref=np.array(posture) if chain is not None and is_set(posture) and len(posture) == chain.n else None,
         pole_link=values['nullspace.pole_link'] or None,
         pole_target=np.array(values['nullspace.pole_target'], float),
         iterations=values['nullspace.iterations'])
-    weights = (1.0, 1.0, 1.0, 0.0, 0.0, 0.0) if values['position_only'] else (1.0,) * 6
     return SolverOptions(
         method=values['method'], position_tolerance=values['position_tolerance'],
         orientation_tolerance=values['orientation_tolerance'], timeout=values['timeout'],
         max_iterations=values['max_iterations'], max_step=values['max_step'], alpha=values['alpha'],
         damping=values['damping'], damping_max=values['damping_max'], epsilon=values['epsilon'],
-        lm_bias=values['lm_bias'], weights=weights, mode=values['mode'], random_seed=values['random_seed'],
-        nullspace=goals)
+        lm_bias=values['lm_bias'], weights=tuple(values['weights']), mode=values['mode'],
+        random_seed=values['random_seed'], nullspace=goals, position_only=values['position_only'],
+        orientation_only=values['orientation_only'],
+        weights_frame='target' if values['weights_in_target_frame'] else 'base',
+        bounds=tuple(values['bounds']) if is_set(values['bounds']) else None, jump_threshold=values['jump_threshold'])
 
 
 def defaults():

@@ -20,10 +20,11 @@ from ..ros.messages import matrix_to_pose, pose_to_matrix
 
 
 class ArmObserver(Node):
+    """Records one arm (the nodes of namespace ``namespace``) and sends it targets."""
 
     def __init__(self, joint_names, base_link='base_link',
-                 trajectory_topic='/joint_trajectory_controller/joint_trajectory'):
-        super().__init__('ik_observer')
+                 trajectory_topic='joint_trajectory_controller/joint_trajectory', namespace='', name='ik_observer'):
+        super().__init__(name, namespace=namespace or '/')
         self.joint_names = list(joint_names)
         self.base_link = base_link
         self.lock = threading.Lock()
@@ -31,13 +32,14 @@ class ArmObserver(Node):
         self.tip_log = []        # (t, 4x4) from the simulator
         self.statuses = []       # (t, SolveStatus)
         self.trajectories = []   # (t, JointTrajectory)
-        self.target_pub = self.create_publisher(PoseStamped, '/ik_solver/target_pose', 10)
-        self.create_subscription(JointState, '/joint_states', self._on_joints, 50)
-        self.create_subscription(PoseStamped, '/sim_arm/tip_pose', self._on_tip, 50)
-        self.create_subscription(SolveStatus, '/ik_solver/status', self._on_status, 50)
+        # relative names: the observer sits in the namespace of the arm it watches
+        self.target_pub = self.create_publisher(PoseStamped, 'ik_solver/target_pose', 10)
+        self.create_subscription(JointState, 'joint_states', self._on_joints, 50)
+        self.create_subscription(PoseStamped, 'sim_arm/tip_pose', self._on_tip, 50)
+        self.create_subscription(SolveStatus, 'ik_solver/status', self._on_status, 50)
         self.create_subscription(JointTrajectory, trajectory_topic, self._on_trajectory, 50)
-        self.solve_client = self.create_client(SolveIK, '/ik_solver/solve')
-        self.fk_client = self.create_client(ComputeFK, '/ik_solver/compute_fk')
+        self.solve_client = self.create_client(SolveIK, 'ik_solver/solve')
+        self.fk_client = self.create_client(ComputeFK, 'ik_solver/compute_fk')
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(self)
         self._thread = threading.Thread(target=self._executor.spin, daemon=True)
@@ -52,10 +54,11 @@ class ArmObserver(Node):
 
     def _on_joints(self, msg):
         index = {n: i for i, n in enumerate(msg.name)}
-        if not all(n in index for n in self.joint_names):
-            return
+        if not all(n in index for n in self.joint_names) or len(msg.position) != len(msg.name):
+            return  # not this arm's, or malformed (tests send such messages on purpose)
         q = np.array([msg.position[index[n]] for n in self.joint_names])
-        v = np.array([msg.velocity[index[n]] if msg.velocity else 0.0 for n in self.joint_names])
+        has_velocity = len(msg.velocity) == len(msg.name)
+        v = np.array([msg.velocity[index[n]] if has_velocity else 0.0 for n in self.joint_names])
         with self.lock:
             self.joint_log.append((time.monotonic(), q, v))
 
@@ -91,13 +94,15 @@ class ArmObserver(Node):
             time.sleep(0.05)
         return False
 
-    def send_target(self, T, frame_id=None):
+    def send_target(self, T, frame_id=None, stamp=None):
+        """Publish a target (stamped now unless ``stamp`` is given); return the monotonic send time."""
         msg = PoseStamped()
         msg.header.frame_id = self.base_link if frame_id is None else frame_id
-        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.stamp = self.get_clock().now().to_msg() if stamp is None else stamp
         msg.pose = matrix_to_pose(T)
+        sent = time.monotonic()  # before publishing: an answer may arrive before publish() returns
         self.target_pub.publish(msg)
-        return time.monotonic()
+        return sent
 
     def wait_status(self, since, timeout=2.0):
         """Return the first status published after ``since``, or None."""
