@@ -157,3 +157,26 @@ def test_hostile_xacro_expressions_are_bounded(monkeypatch, expression, match):
     with pytest.raises(URDFParseError, match=match):
         load_chain(text, 'base', 'tip')
     assert time.monotonic() - start < 1.0 + URDF_SECONDS
+
+
+LOL = ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa">'
+       + ''.join(f'<!ENTITY {chr(98 + i)} "{("&" + chr(97 + i) + ";") * 10}">' for i in range(8))
+       + ']><robot name="&i;"><link name="a"/></robot>')
+LINKS_1001 = '<robot name="r">' + ''.join(f'<link name="l{i}"/>' for i in range(1001)) + '</robot>'
+
+
+@pytest.mark.parametrize('text,match', [
+    (LOL, 'amplification'),                                                   # billion laughs
+    ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><robot name="r">'
+     '<link name="&x;"/></robot>', 'external entity'),                        # XXE
+    ('<robot name="r">' + '<x/>' * 50_001 + '</robot>', 'XML tags, more than 50000'),
+    (LINKS_1001, 'robot has 1001 links, more than 1000'),
+    ('<robot name="r"><link name="a"/>' + '<x>' * 20_000 + '</x>' * 20_000 + '</robot>', "base link 'base'"),
+    ('<robot name="r"><link name="a"/><x>' + 'y' * (5 * 2 ** 20) + '</x></robot>', 'longer than'),
+    ('no robot here', 'file not found'),
+])
+def test_hostile_xml_is_refused_quickly(text, match):
+    start = time.monotonic()
+    with pytest.raises(ModelError, match=match):
+        load_chain(text, 'base', 'tip')
+    assert time.monotonic() - start < 5 * URDF_SECONDS   # generous: these texts are large, the machine shared

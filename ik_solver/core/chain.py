@@ -6,7 +6,8 @@ constant transform before the next movable joint.  Mimic joints inside the
 chain follow their master (value = multiplier * master + offset) and are not
 IK variables; a mimic joint whose master is outside the chain is rejected.
 
-The model was checked by ``urdf.check_robot`` (a tree, finite numbers); the
+The model is a tree (``urdf.check_tree``) and the origins, axes and mimic
+factors of the path are finite and bounded (``urdf.check_joint_values``); the
 limits of the chain's joints are checked here, where they are read:
 
 - ``velocity`` must be finite, positive and at most ``MAX_MAGNITUDE``: the URDF
@@ -26,7 +27,7 @@ import numpy as np
 
 from . import kinematics as kin
 from .exceptions import ChainError, JointLimitError, LinkNotFoundError, UnsupportedJointError
-from .urdf import check_numbers, check_robot, joint_axis, joint_origin, MAX_MAGNITUDE, parse_robot
+from .urdf import check_joint_values, check_numbers, check_tree, joint_axis, joint_origin, MAX_MAGNITUDE, parse_robot
 
 
 @dataclass(frozen=True)
@@ -174,8 +175,8 @@ def load_chain(source, base_link, tip_link, xacro_args=None):
 
 
 def chain_from_robot(robot, base_link, tip_link):
-    """Build a Chain from a parsed ``urdf_parser_py`` Robot (checked again: a tree, finite numbers)."""
-    parent_joint = check_robot(robot)
+    """Build a Chain from a parsed ``urdf_parser_py`` Robot (checked again: a tree, the path's numbers)."""
+    parent_joint = check_tree(robot)
     links = {link.name for link in robot.links}
     for role, name in (('base', base_link), ('tip', tip_link)):
         if not isinstance(name, str):
@@ -183,6 +184,8 @@ def chain_from_robot(robot, base_link, tip_link):
         if name not in links:
             raise LinkNotFoundError(f"{role} link '{name}' is not in robot '{robot.name}'")
     path = _joint_path(parent_joint, base_link, tip_link)
+    for joint in path:
+        check_joint_values(joint)
     return _ChainBuilder(base_link, tip_link).build(path, robot)
 
 

@@ -19,6 +19,7 @@ a ``ModelError`` naming the joint or link.
 from contextlib import redirect_stderr
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -40,9 +41,14 @@ MOVABLE_TYPES = ('revolute', 'continuous', 'prismatic')
 #: squared errors).  It admits the velocity 10000 that some shipped URDFs use as "unlimited" (Baxter, Solo):
 #: the motion layer's joint_limits file must then give the real limit.
 MAX_MAGNITUDE = 1e4
-#: Longest robot description accepted (characters), so that parsing stays well under a second.
-MAX_DESCRIPTION_CHARS = 16 * 2 ** 20
+#: Longest robot description accepted (characters) and most XML tags, so that parsing stays well under a
+#: second.  Real descriptions are tens to hundreds of kB with a few thousand elements.
+MAX_DESCRIPTION_CHARS = 4 * 2 ** 20
+MAX_XML_TAGS = 50_000
 MIN_AXIS_NORM = 1e-9
+#: Most links (and most joints) a robot may have: about ten times a humanoid with hands, and few enough that
+#: parsing and checking stay well under a second.
+MAX_ELEMENTS = 1000
 #: xacro evaluates Python expressions (``${9**9**9}`` never ends), so it runs in a child process, killed
 #: after this many seconds, with this much address space.  A plain URDF (what robot_state_publisher
 #: publishes) is parsed in-process, well within a second.
@@ -76,15 +82,11 @@ def load_robot_description(source, xacro_args=None):
 
 def parse_robot(source, xacro_args=None):
     """Parse ``source`` (see load_robot_description) into a checked ``urdf_parser_py`` Robot."""
-    text = load_robot_description(source, xacro_args)
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as exc:
-        raise URDFParseError(f'malformed XML in robot description: {exc}') from None
+    root = _parse_xml(load_robot_description(source, xacro_args))
     if root.tag != 'robot':
         raise URDFParseError(f'root element is <{root.tag}>, expected <robot>')
-    _strip_unused(root)
     _check_joint_elements(root)
+    _strip_unused(root)
     root.set('name', root.get('name') or 'robot')
     stripped = ET.tostring(root, encoding='unicode')
     try:
@@ -99,13 +101,14 @@ def parse_robot(source, xacro_args=None):
 
 def check_robot(robot):
     """Refuse a model that is not a tree or has unusable numbers; return {child link: parent joint}."""
-    parent_joint = _check_tree(robot)
+    parent_joint = check_tree(robot)
     for joint in robot.joints:
-        _check_joint_values(joint)
+        check_joint_values(joint)
     return parent_joint
 
 
-def _check_tree(robot):
+def check_tree(robot):
+    """Refuse links and joints that do not form a tree (see TreeError); return {child link: parent joint}."""
     links = _unique_names(robot.links, 'link')
     _unique_names(robot.joints, 'joint')
     parent_joint = {}
@@ -151,30 +154,34 @@ def _check_acyclic(parent_joint):
         rooted.update(walk)
 
 
-def _check_joint_values(joint):
+def check_joint_values(joint):
+    """Refuse non-finite or out-of-bound origin, movable axis and mimic numbers of ``joint``, naming them."""
     if joint.origin is not None:
         check_numbers(joint.origin.xyz, f"joint '{joint.name}' <origin xyz>", ModelValueError)
         check_numbers(joint.origin.rpy, f"joint '{joint.name}' <origin rpy>", ModelValueError)
     if joint.type in MOVABLE_TYPES and joint.axis is not None:
         axis = check_numbers(joint.axis, f"joint '{joint.name}' <axis xyz>", ModelValueError)
-        if np.linalg.norm(axis) < MIN_AXIS_NORM:
-            raise ModelValueError(f"joint '{joint.name}' has a zero <axis xyz> {list(axis)}")
+        if math.hypot(*axis) < MIN_AXIS_NORM:
+            raise ModelValueError(f"joint '{joint.name}' has a zero <axis xyz> {axis}")
     if joint.mimic is not None:  # its master is checked by the chain, where it matters (shipped hands dangle)
         for key in ('multiplier', 'offset'):
             check_numbers(getattr(joint.mimic, key), f"joint '{joint.name}' <mimic {key}>", ModelValueError)
 
 
 def check_numbers(values, what, error, low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE):
-    """Return ``values`` as a float array; raise ``error`` naming ``what`` unless all are finite in [low, high].
+    """Return ``values`` (a number or a sequence) as floats, all finite and within [low, high].
 
-    ``None`` (an attribute the URDF leaves out) passes as an empty array.
+    Otherwise raise ``error`` naming ``what``.  ``None`` (an attribute the URDF leaves out) passes as [].
+    Plain Python, not numpy: it runs a few times per joint of every model.
     """
-    array = np.atleast_1d(np.asarray([] if values is None else values, dtype=float))
-    if not np.all(np.isfinite(array)):
-        raise error(f'{what} is not finite: {_show(values)}')
-    if np.any(array < low) or np.any(array > high):
-        raise error(f'{what} is {_show(values)}, outside [{low:g}, {high:g}]')
-    return array
+    if values is None:
+        return []
+    numbers = [float(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
+    if not all(math.isfinite(v) for v in numbers):
+        raise error(f'{what} is not finite: {_show(numbers)}')
+    if not all(low <= v <= high for v in numbers):
+        raise error(f'{what} is {_show(numbers)}, outside [{low:g}, {high:g}]')
+    return numbers
 
 
 def joint_origin(joint):
@@ -192,8 +199,8 @@ def joint_axis(joint):
     return axis / np.linalg.norm(axis)
 
 
-def _show(values):
-    return values if np.isscalar(values) else list(np.asarray(values, dtype=float))
+def _show(numbers):
+    return numbers[0] if len(numbers) == 1 else numbers
 
 
 def _mark_missing_limits(root, robot):
@@ -208,21 +215,37 @@ def _mark_missing_limits(root, robot):
             setattr(joint.limit, key, None)
 
 
+def _parse_xml(text):
+    """Parse ``text`` into an ElementTree, refusing more than MAX_XML_TAGS tags before building any tree.
+
+    Counting '<' is a C-speed upper bound on elements (each has one or two tags); a deep nesting is harmless
+    because everything IK does not read is cut before any recursive walk.  expat refuses entity bombs and
+    external entities itself.
+    """
+    tags = text.count('<')
+    if tags > MAX_XML_TAGS:
+        raise URDFParseError(f'robot description has {tags} XML tags, more than {MAX_XML_TAGS}')
+    try:
+        return ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise URDFParseError(f'malformed XML in robot description: {exc}') from None
+
+
 def _strip_unused(root):
-    for tag in IGNORED_ELEMENTS:
-        for el in root.findall(tag):
-            root.remove(el)
-    for link in root.findall('link'):
-        for child in list(link):
-            link.remove(child)
-    for joint in root.findall('joint'):
-        for child in list(joint):
-            if child.tag not in KEPT_JOINT_CHILDREN:
-                joint.remove(child)
+    """Keep links (empty) and joints with the children IK reads (themselves empty): at most three levels."""
+    root[:] = [element for element in root if element.tag in ('link', 'joint')]   # one pass: remove() is O(n)
+    for element in root:
+        element[:] = [] if element.tag == 'link' else [child for child in element if child.tag in KEPT_JOINT_CHILDREN]
+        for child in element:
+            child[:] = []
 
 
 def _check_joint_elements(root):
     """Refuse what urdf_parser_py would silently resolve: a repeated element, a <parent/> without a link."""
+    for tag in ('link', 'joint'):
+        count = len(root.findall(tag))
+        if count > MAX_ELEMENTS:
+            raise URDFParseError(f'robot has {count} {tag}s, more than {MAX_ELEMENTS}')
     for joint in root.findall('joint'):
         name = joint.get('name')
         for tag in KEPT_JOINT_CHILDREN:
