@@ -1,0 +1,102 @@
+"""Cartesian paths: straight lines solved step by step, stopping before unreachable poses and joint jumps."""
+from ik_solver import IKSolver
+from ik_solver.core.transforms import rotation_vector
+from ik_solver.motion.cartesian import cartesian_path, interpolate
+import numpy as np
+import pytest
+
+IK7_HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
+
+
+@pytest.fixture(scope='module')
+def solver7(ik7):
+    return IKSolver(ik7)
+
+
+def distance_to_segment(p, a, b):
+    t = np.clip((p - a) @ (b - a) / ((b - a) @ (b - a)), 0.0, 1.0)
+    return np.linalg.norm(p - (a + t * (b - a)))
+
+
+def test_straight_line_on_ik7_is_followed_all_the_way(ik7, solver7):
+    T0 = ik7.fk(IK7_HOME)
+    T1 = T0.copy()
+    T1[:3, 3] += [0.1, 0.1, -0.1]
+    path = cartesian_path(solver7, IK7_HOME, [T1], max_step=0.005, jump_threshold=0.2)
+    assert path.fraction == 1.0 and path.reason == 'success'
+    steps = int(np.ceil(np.linalg.norm([0.1, 0.1, 0.1]) / 0.005))
+    assert len(path.joints) == steps + 1
+    np.testing.assert_array_equal(path.joints[0], IK7_HOME)
+    assert np.abs(np.diff(path.joints, axis=0)).max() < 0.05  # 5 mm steps, no joint moves more than 0.05 rad
+    poses = ik7.fk_batch(path.joints)
+    for k, T in enumerate(poses):
+        assert distance_to_segment(T[:3, 3], T0[:3, 3], T1[:3, 3]) < 1e-4
+        assert np.linalg.norm(rotation_vector(T0[:3, :3].T @ T[:3, :3])) < 1e-4
+    along = (poses[:, :3, 3] - T0[:3, 3]) @ (T1[:3, 3] - T0[:3, 3])
+    assert np.all(np.diff(along) > 0)  # in order along the line
+    np.testing.assert_allclose(poses[-1][:3, 3], T1[:3, 3], atol=1e-4)
+
+
+def test_line_to_beyond_full_stretch_stops_early_without_a_jump(ik7, solver7):
+    T0 = ik7.fk(IK7_HOME)
+    T1 = T0.copy()
+    T1[:3, 3] = [0.0, 0.0, 1.5]  # beyond the arm's reach (about 1.07 m from the shoulder)
+    path = cartesian_path(solver7, IK7_HOME, [T1], max_step=0.01, jump_threshold=0.2)
+    assert 0.0 < path.fraction < 1.0
+    assert path.reason != 'success' and 'step' in path.message
+    assert np.abs(np.diff(path.joints, axis=0)).max() <= 0.2
+    last = ik7.fk(path.joints[-1])
+    assert distance_to_segment(last[:3, 3], T0[:3, 3], T1[:3, 3]) < 1e-4
+
+
+def test_line_through_the_wrist_singularity_stops_before_the_flip(ik6):
+    solver = IKSolver(ik6)
+    qa = np.array([0.3, -1.2, 1.5, -1.0, 0.4, 0.2])
+    qb = qa.copy()
+    qb[4] = -0.4  # wrist_2 through 0: wrist_1 and wrist_3 align
+    path = cartesian_path(solver, qa, [ik6.fk(qb)], max_step=0.005, jump_threshold=0.3)
+    assert path.fraction < 1.0
+    assert np.abs(np.diff(path.joints, axis=0)).max() <= 0.3  # nothing beyond the threshold is in the path
+    if path.reason == 'joint_jump':
+        assert 'more than the jump_threshold' in path.message
+    # Without a jump threshold the same line is "achieved" by flipping the wrist.
+    free = cartesian_path(solver, qa, [ik6.fk(qb)], max_step=0.005, jump_threshold=0.0)
+    assert free.fraction > path.fraction
+    assert np.abs(np.diff(free.joints, axis=0)).max() > 0.3
+
+
+def test_orientation_is_slerped_at_a_constant_rate_about_one_axis():
+    start = np.eye(4)
+    end = np.eye(4)
+    angle = 1.0
+    end[:3, :3] = [[np.cos(angle), -np.sin(angle), 0], [np.sin(angle), np.cos(angle), 0], [0, 0, 1]]
+    end[:3, 3] = [0.2, 0.0, 0.0]
+    steps = interpolate(start, [end], max_step=0.1, max_rotation_step=0.1)
+    assert len(steps) == 10  # the rotation needs 10 steps of 0.1 rad, the translation only 2 of 0.1 m
+    for k, (segment, T) in enumerate(steps, 1):
+        assert segment == 0
+        np.testing.assert_allclose(rotation_vector(T[:3, :3]), [0, 0, k * angle / 10], atol=1e-12)
+        np.testing.assert_allclose(T[:3, 3], [0.02 * k, 0, 0], atol=1e-12)
+
+
+def test_several_waypoints_and_a_repeated_one(ik7, solver7):
+    T0 = ik7.fk(IK7_HOME)
+    T1, T2 = T0.copy(), T0.copy()
+    T1[:3, 3] += [0.05, 0, 0]
+    T2[:3, 3] += [0.05, 0.05, 0]
+    path = cartesian_path(solver7, IK7_HOME, [T0, T1, T1, T2], max_step=0.01, jump_threshold=0.2)
+    assert path.fraction == 1.0 and len(path.joints) == 1 + 5 + 5
+    np.testing.assert_allclose(ik7.fk(path.joints[5])[:3, 3], T1[:3, 3], atol=1e-4)
+
+
+@pytest.mark.parametrize('kwargs,match', [
+    ({'max_step': 0.0}, 'max_step'),
+    ({'max_step': np.nan}, 'max_step'),
+    ({'max_step': 0.01, 'jump_threshold': -1.0}, 'jump_threshold'),
+    ({'max_step': 0.01, 'max_rotation_step': -0.1}, 'max_rotation_step'),
+])
+def test_bad_input(ik7, solver7, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        cartesian_path(solver7, IK7_HOME, [ik7.fk(IK7_HOME)], **kwargs)
+    with pytest.raises(ValueError, match='start_q'):
+        cartesian_path(solver7, IK7_HOME[:3], [ik7.fk(IK7_HOME)], 0.01)
