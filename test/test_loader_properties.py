@@ -126,7 +126,7 @@ def test_the_unmutated_model_loads():
     assert chain is not None and chain.joint_names == ['j1', 'p1', 'c1']
 
 
-@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutations=MUTATIONS, data=st.data())
 def test_any_urdf_text_loads_or_is_refused_within_a_second(mutations, data):
     chain, elapsed = load_timed(mutate(mutations))
@@ -136,7 +136,14 @@ def test_any_urdf_text_loads_or_is_refused_within_a_second(mutations, data):
         assert_finite_kinematics(chain, q)
 
 
-@settings(max_examples=20, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(st.text(max_size=400), st.text(alphabet='<>/="robtlinkjcd ', max_size=400)))
+def test_any_text_at_all_loads_or_is_refused_within_a_second(text):
+    chain, elapsed = load_timed(text)
+    assert chain is None and elapsed < URDF_SECONDS, f'{elapsed:.3f} s'
+
+
+@settings(max_examples=12, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutations=MUTATIONS)
 def test_any_xacro_text_loads_or_is_refused_within_the_xacro_timeout(mutations):
     text = mutate(mutations).replace('<robot ', '<robot xmlns:xacro="http://www.ros.org/wiki/xacro" ', 1)

@@ -315,9 +315,13 @@ def _xacro_child(request, what):
 _ERROR_MARK = 'xacro-error: '
 #: The child: bound its memory, expand, print the URDF, or print one marked error line.
 _XACRO_CHILD = """
-import json, resource, sys
+import json, sys
 memory, max_chars, mark = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+try:
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+except (ImportError, ValueError, OSError):  # not POSIX, or a lower hard limit: the timeout still holds
+    pass
 request = json.loads(sys.stdin.read())
 try:
     import xacro
