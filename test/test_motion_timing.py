@@ -139,6 +139,15 @@ def test_overshooting_optimum_falls_back_to_braking_first():
     assert path.duration > optimum.duration
 
 
+def test_start_acceleration_beyond_the_limit_is_braked_not_refused():
+    # Ruckig first brings an acceleration beyond the limit back (a brake phase); its unused second brake
+    # phase has no position, which once read as a bogus extreme at 0, outside this joint's range.
+    limits = limits_of([2.0], [3.0], [300.0], lower=-3.0, upper=-0.07)
+    start = MotionState(np.array([-0.5]), np.array([-0.045]), np.array([3.02]))
+    path = plan_move(start, [-0.4], limits)
+    assert check_trajectory(start, path, limits) == []
+
+
 def test_retargeting_a_stream_keeps_acceleration_continuous():
     limits = load_joint_limits_ik7()
     rng = np.random.default_rng(5)

@@ -207,8 +207,10 @@ class _Profiles:
         """Phases of one joint: its brake phases (if braking), seven jerk phases, then the hold at the end."""
         brake = profile.brake
         rows = []
-        if brake.duration > 0.0:
-            rows.append(([0.0, brake.t[0]], brake.p, brake.v, brake.a, brake.j))
+        used = [i for i in range(2) if brake.t[i] > 0.0]  # Ruckig leaves an unused brake phase unfilled
+        if used:
+            rows.append((np.concatenate([[0.0], np.cumsum(brake.t)])[used], *(np.array(x)[used] for x in (
+                brake.p, brake.v, brake.a, brake.j))))
         t = brake.duration + np.concatenate([[0.0], np.cumsum(profile.t)])
         rows.append((t, profile.p, profile.v, profile.a, list(profile.j) + [0.0]))
         for field, column in enumerate(zip(*rows)):
