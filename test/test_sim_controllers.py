@@ -68,6 +68,15 @@ def test_a_trajectory_within_the_limits_is_not_reported():
     assert _run(controller, 2.5) == []
 
 
+def test_linear_interpolation_reports_its_velocity_steps_as_accelerations():
+    positions = np.array([[0.1, 0.0], [0.2, 0.0]])  # positions only: 0.2 rad/s from rest, then back to rest
+    controller = TrajectoryController(np.zeros(2), LimitMonitor(_limits()))
+    controller.load(jtc.Trajectory(np.array([0.5, 1.0]), positions), 0.0, 'linear')
+    reports = _run(controller, 1.2)
+    assert [(v.joint, v.quantity) for v in reports[0].violations] == [('j0', 'acceleration')]
+    assert abs(reports[0].violations[0].value) == pytest.approx(0.2 / 1e-3, rel=1e-6)  # one step: 200 rad/s^2
+
+
 def test_preemption_reports_only_what_was_executed_and_keeps_the_velocity_continuous():
     controller = TrajectoryController(np.zeros(2), LimitMonitor(_limits()))
     controller.load(_cubic_to([0.9, 0.0], 2.0), 0.0, 'first')  # within the limits for its first 0.5 s

@@ -133,9 +133,10 @@ class TrajectoryController:
             q, v, a = self.reference
             self._active, self._block = (jtc.SplineSampler(q, v, trajectory, a0=a), start, label), None
         if self._active is None or now < self._active[1]:
-            q = self.reference[0]
-            self.reference = (q, np.zeros_like(q), np.zeros_like(q))  # holding still
-            return q, self.reference[1], reports
+            if self.reference[1].any() or self.reference[2].any():  # hold still
+                q = self.reference[0]
+                self.reference = (q, np.zeros_like(q), np.zeros_like(q))
+            return self.reference[0], self.reference[1], reports
         sampler, start, _ = self._active
         t = now - start
         block, row = self._row(sampler, t, dt)
