@@ -77,6 +77,7 @@ class ServoSettings:
     pose_orientation_tolerance: float = 1e-3
     nullspace: NullspaceGoals = field(default_factory=NullspaceGoals)
     nullspace_gain: float = 1.0    # [1/s]: the core's nullspace step per second
+    follow_measured: bool = False  # velocity output: start each cycle from the measured positions
 
     def check(self):
         """Raise ValueError naming the first inconsistent setting."""
@@ -205,6 +206,10 @@ class Servo:
             if measured is None or state_error:
                 return None
             self.reset(measured)
+        elif self.settings.follow_measured and measured is not None and not state_error:
+            # a velocity-controlled arm integrates the commands itself: its positions are the truth
+            self.state = MotionState(np.array(measured.position, float), self.state.velocity,
+                                     self.state.acceleration)
         active = self._active(now)
         if state_error:
             wanted = _Wanted(np.zeros(self.chain.n), Status.STALE_STATE, f'halted: {state_error}')
@@ -308,33 +313,49 @@ class Servo:
         return self._J.copy()
 
     def _singularity_scale(self, q, J, twist_base):
-        """(condition number, velocity scale, status) as MoveIt Servo decides them.
+        """(condition number, velocity scale, status) as MoveIt Servo decides them, with a look-ahead.
 
         The least singular direction u points toward the singularity if moving
         along it raises the condition number (probed by a small joint step along
         the matching right singular vector); the motion approaches the
-        singularity when the twist has a positive component along u.
+        singularity when the twist has a positive component along u.  Approaching,
+        the scale is judged at the larger of the condition numbers now and where
+        the arm would come to rest if it began braking now: deceleration is bounded
+        by the acceleration limits, so braking begins early enough to end near the
+        hard stop rather than past it.
         """
         s = self.settings
         U, sv, Vt = np.linalg.svd(J, full_matrices=False)
         condition = _condition(sv)
-        if condition <= s.lower_singularity_threshold:
+        ahead = self._stopping_condition(q)
+        lower = s.lower_singularity_threshold
+        if max(condition, ahead) <= lower:
             return condition, 1.0, Status.NO_WARNING
         toward = U[:, -1]
         probe = _condition(np.linalg.svd(self._jacobian(q + PROBE_STEP * Vt[-1]), compute_uv=False))
         if probe < condition:
             toward = -toward
         approaching = float(toward @ twist_base) > 0.0
-        lower = s.lower_singularity_threshold
+        judged = max(condition, ahead) if approaching else condition
+        if judged <= lower:
+            return condition, 1.0, Status.NO_WARNING
         upper = s.hard_stop_singularity_threshold
         if not approaching:
             upper *= s.leaving_singularity_threshold_multiplier
-        if condition >= upper:
+        if judged >= upper:
             return condition, 0.0, Status.HALT_FOR_SINGULARITY
-        scale = 1.0 - (condition - lower) / (upper - lower)
+        scale = 1.0 - (judged - lower) / (upper - lower)
         status = (Status.DECELERATE_FOR_APPROACHING_SINGULARITY if approaching
                   else Status.DECELERATE_FOR_LEAVING_SINGULARITY)
         return condition, scale, status
+
+    def _stopping_condition(self, q):
+        """Condition number where the arm would stop if it braked now at its acceleration limits (q at rest)."""
+        v = self.state.velocity
+        if not np.any(v):
+            return 1.0
+        t = float(np.max(np.abs(v) / self.limits.acceleration) + np.max(self.limits.acceleration / self._jerk))
+        return _condition(np.linalg.svd(self._jacobian(q + 0.5 * t * v), compute_uv=False))
 
     def _nullspace_velocity(self, q, Jc, R):
         """Return the core's bounded secondary-goal step as a velocity (needs the frames of q from ``_jacobian``)."""

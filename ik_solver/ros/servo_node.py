@@ -56,6 +56,11 @@ COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=R
 LEVELS = {Status.NO_WARNING: 0, Status.STALE_COMMAND: 0, Status.PAUSED: 0, Status.JOINT_BOUND: 1,
           Status.DECELERATE_FOR_APPROACHING_SINGULARITY: 1, Status.DECELERATE_FOR_LEAVING_SINGULARITY: 1,
           Status.HALT_FOR_SINGULARITY: 1, Status.STALE_STATE: 2, Status.INVALID: 2}
+#: One-point trajectories reach their point this many periods after they are sent: the controller interpolates
+#: from where it is, so a late message does not make it hurry to catch up (one period more of lag).
+TRAJECTORY_LEAD = 2.0
+#: A loop this far behind its schedule [s] skips ahead instead of catching up.
+MAX_LAG = 0.05
 #: Status messages are published every cycle while commanding, else on change and at this period [s].
 IDLE_STATUS_PERIOD = 0.1
 
@@ -65,8 +70,6 @@ class ServoNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('ik_servo', **kwargs)
-        self.params = ParameterSet(self, SERVO_PARAMETERS, validate=self._validate, on_change=self._on_parameters)
-        p = self.params
         self._lock = threading.Lock()
         self._loop = None
         self._running = True
@@ -76,6 +79,8 @@ class ServoNode(Node):
         self._last_status = (None, 0.0)
         self._last_output = None
         self._cycle_times = []
+        self.params = ParameterSet(self, SERVO_PARAMETERS, validate=self._validate, on_change=self._on_parameters)
+        p = self.params
         self.joint_states = JointStateTracker(self, p['joint_states_topic'], p['joint_states_timeout'],
                                               callback_group=MutuallyExclusiveCallbackGroup())
         self.frames = TargetFrames(self)
@@ -215,7 +220,11 @@ class ServoNode(Node):
     # -- the loop ---------------------------------------------------------------------------------
 
     def _run(self, period):
-        """Run one cycle per period on monotonic deadlines; a late cycle does not make the next ones hurry."""
+        """Run one cycle per period on monotonic deadlines.
+
+        Cycles delayed (by the OS) up to MAX_LAG are caught up, so the commanded
+        motion keeps its timing; beyond that the schedule restarts from now.
+        """
         deadline = time.monotonic()
         while self._running:
             self._cycle()
@@ -223,7 +232,7 @@ class ServoNode(Node):
             delay = deadline - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            else:
+            elif delay < -MAX_LAG:
                 deadline = time.monotonic()
 
     def _cycle(self):
@@ -272,7 +281,7 @@ class ServoNode(Node):
             self._publisher.publish(Float64MultiArray(data=array('d', values)))
             return
         point = JointTrajectoryPoint(positions=array('d', state.position),
-                                     time_from_start=to_duration(self.params['publish_period']))
+                                     time_from_start=to_duration(TRAJECTORY_LEAD * self.params['publish_period']))
         if self.params['command_out_kind'] == 'velocity':
             point.velocities = array('d', state.velocity)
         self._publisher.publish(JointTrajectory(joint_names=list(names), points=[point]))

@@ -14,6 +14,8 @@ FLOAT64_MULTI_ARRAY = 'std_msgs/Float64MultiArray'
 JOINT_TRAJECTORY = 'trajectory_msgs/JointTrajectory'
 JOINT_JOG = 'control_msgs/JointJog'
 JOINT_STATE = 'sensor_msgs/JointState'
+#: Names of the twist axes, in ServoSettings.drift_dimensions order.
+AXES = ('x', 'y', 'z', 'rx', 'ry', 'rz')
 
 _SHARED = ('robot_description', 'urdf_file', 'xacro_args', 'base_link', 'tip_link', 'joint_limits_file',
            'robot_description_topic', 'nullspace.posture_weight', 'nullspace.preferred_posture',
@@ -47,8 +49,8 @@ SERVO_PARAMETERS = tuple(BY_NAME[name] for name in _SHARED) + (
           0.001, 10.0),
     Param('num_outgoing_halt_msgs_to_publish', 4, 'Commands published once at rest with no input (0: keep '
           'publishing)', 0, 100000),
-    Param('drift_dimensions', [False] * 6, 'Axes x y z rx ry rz of the command frame left free to drift '
-          '(true: not controlled)', lengths=(6,)),
+    Param('drift_dimensions', '', "Axes of the command frame left free to drift (not controlled), e.g. 'rz' "
+          "or 'rx ry'; any of: " + ' '.join(AXES)),
     # Singularities and limits.
     Param('lower_singularity_threshold', 17.0, 'Jacobian condition number where slowing down begins', 1.0, 1e6),
     Param('hard_stop_singularity_threshold', 30.0, 'Condition number where motion toward a singularity halts',
@@ -101,7 +103,7 @@ def settings_from(values, chain=None):
         incoming_command_timeout=values['incoming_command_timeout'],
         num_outgoing_halt_msgs_to_publish=values['num_outgoing_halt_msgs_to_publish'],
         damping_max=values['damping_max'], epsilon=values['epsilon'],
-        drift_dimensions=tuple(bool(v) for v in values['drift_dimensions']),
+        drift_dimensions=drift_dimensions(values['drift_dimensions']),
         acceleration_ramp_time=values['acceleration_ramp_time'],
         pose_linear_gain=values['pose_tracking.linear_gain'],
         pose_angular_gain=values['pose_tracking.angular_gain'],
@@ -109,11 +111,21 @@ def settings_from(values, chain=None):
         pose_max_angular_speed=values['pose_tracking.max_angular_speed'],
         pose_position_tolerance=values['pose_tracking.position_tolerance'],
         pose_orientation_tolerance=values['pose_tracking.orientation_tolerance'],
-        nullspace=goals, nullspace_gain=values['nullspace.gain'])
+        nullspace=goals, nullspace_gain=values['nullspace.gain'],
+        follow_measured=values['command_out_kind'] == 'velocity')
     settings.check()
     if chain is not None and goals.active:
         goals.validate(chain)
     return settings
+
+
+def drift_dimensions(text):
+    """Return the flags (x y z rx ry rz) of a drift_dimensions value like 'rx ry'; ValueError for an unknown axis."""
+    names = text.replace(',', ' ').split()
+    unknown = [name for name in names if name not in AXES]
+    if unknown:
+        raise ValueError(f"drift_dimensions: unknown axis {', '.join(unknown)}; use any of {' '.join(AXES)}")
+    return tuple(axis in names for axis in AXES)
 
 
 def model_arguments(values):
