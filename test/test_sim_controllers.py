@@ -15,6 +15,8 @@ HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 #: Touches the ik7 table below (tip at about x 0.83, z 0.24).
 DOWN = np.array([0.0, 1.2, 0.0, -1.0, 0.0, 0.0, 0.0])
 TABLE = make_obstacle('table', 'box', [0.6, 1.0, 0.04], [0.65, 0.0, 0.18])
+#: The wrist folded (joint6 at its limit): the link5 and link7 cylinders overlap by about 1 cm.
+OVERLAP = np.array([1.538, 0.47, -1.031, 0.895, -0.091, 2.057, 1.667])
 
 
 def _limits(n=2, velocity=1.0, acceleration=2.0):
@@ -147,17 +149,11 @@ def test_measured_acceleration_is_the_velocity_change_of_the_physics_step():
     assert np.abs(sim.acceleration).max() > 0.1
 
 
-def test_the_arm_touches_world_objects_but_never_itself():
+def test_the_arm_touches_world_objects():
     sim = ArmSimulation('urdf/ik7.urdf.xacro', initial_positions=HOME, obstacles=[TABLE])
     for _ in range(200):
         sim.step()
     assert sim.contacts() == []
-    folded = HOME.copy()
-    folded[3] = -2.05  # the elbow folded: forearm and upper arm cylinders overlap
-    for _ in range(1500):
-        sim.command(folded, np.zeros(7))
-        sim.step()
-    assert sim.contacts() == [] and np.abs(sim.positions - folded).max() < 1e-3
     for _ in range(1500):
         sim.command(DOWN, np.zeros(7))
         sim.step()
@@ -165,6 +161,18 @@ def test_the_arm_touches_world_objects_but_never_itself():
     assert contacts and {c[1] for c in contacts} == {'table'}
     assert {c[0] for c in contacts} <= {'link5', 'link6', 'link7'}
     assert np.abs(sim.positions - DOWN).max() > 0.01  # the table stopped the arm
+
+
+def test_overlapping_links_of_the_arm_neither_touch_nor_disturb_each_other():
+    import mujoco
+    far = make_obstacle('far', 'sphere', [0.05], [5.0, 5.0, 5.0])  # a world object switches contacts on
+    sim = ArmSimulation('urdf/ik7.urdf.xacro', initial_positions=HOME, obstacles=[far])
+    for _ in range(2000):
+        sim.command(OVERLAP, np.zeros(7))
+        sim.step()
+    link5, link7 = (int(np.flatnonzero(sim.model.geom_bodyid == sim.model.body(n).id)[0]) for n in ('link5', 'link7'))
+    assert mujoco.mj_geomDistance(sim.model, sim.data, link5, link7, 0.1, np.zeros(6)) < -0.005  # they overlap
+    assert sim.contacts() == [] and np.abs(sim.positions - OVERLAP).max() < 1e-3
 
 
 def test_a_contact_between_two_polls_is_not_missed():
