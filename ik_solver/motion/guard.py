@@ -40,13 +40,19 @@ def check_trajectory(start, path, limits, tolerance=0.01):
     reasons = _check_points(path)
     if reasons:
         return reasons
-    sampler = SplineSampler(start.position, start.velocity, _trajectory(path), start.acceleration)
+    trajectory = _trajectory(path)
+    sampler = SplineSampler(start.position, start.velocity, trajectory, start.acceleration)
     grid = np.arange(0.0, sampler.end_time + CONTROL_PERIOD, CONTROL_PERIOD)
-    times = np.union1d(grid, sampler.times)
-    pos, vel, acc, _ = sampler.evaluate(times)
-    on_grid = np.isin(times, grid)
-    stepped_acc = np.diff(vel[on_grid], axis=0) / CONTROL_PERIOD
-    stepped_jerk = np.diff(acc[on_grid], axis=0) / CONTROL_PERIOD
+    pos, vel, acc, _ = sampler.evaluate(grid)
+    stepped_acc = np.diff(vel, axis=0) / CONTROL_PERIOD
+    stepped_jerk = np.diff(acc, axis=0) / CONTROL_PERIOD
+    # The spline passes through every point with the point's own values: they are checked as they are.
+    times = np.concatenate([grid, trajectory.times])
+    pos = np.vstack([pos, trajectory.positions])
+    if trajectory.velocities is not None:
+        vel = np.vstack([vel, trajectory.velocities])
+    if trajectory.accelerations is not None:
+        acc = np.vstack([acc, trajectory.accelerations])
     reasons += _position_reasons(times, pos, limits)
     factor = 1.0 + tolerance
     for what, values, bound in (('velocity', vel, limits.velocity), ('acceleration', acc, limits.acceleration),
