@@ -6,15 +6,17 @@ ship URDFs it rejects there.  We drop those elements before handing the XML to
 the parser, so a URDF loads whenever its links and joints are sound, and no
 mesh file is ever opened.
 
-It is also lenient where a robot would be hurt: it accepts cycles, duplicate
-names, joints to undeclared links and NaN numbers.  A description may come
-from a topic, so every model is checked here, once, before any consumer walks
-it: links and joints must form a tree (every walk up a parent chain ends), and
-every number the kinematics read (origins, movable axes, mimic factors) must be
-finite and within ``MAX_MAGNITUDE``.  Joint limits are checked where they are
-read, for the joints of the IK chain (``chain.py``), so a gripper joint with a
-sloppy ``<limit>`` outside the chain does not block the arm.  Every refusal is
-a ``ModelError`` naming the joint or link.
+urdf_parser_py is also lenient where a robot would be hurt: it accepts cycles,
+duplicate names, joints to undeclared links and NaN numbers.  A description may
+come from a topic, so every model is checked here before any consumer walks it:
+its size is bounded before it is parsed (characters, XML tags, links, joints),
+links and joints must form a tree (every walk up a parent chain ends), and every
+number the kinematics read (origins, movable axes, mimic factors) must be finite
+and within ``MAX_MAGNITUDE``.  Joint limits are checked where they are read, for
+the joints of the IK chain (``chain.py``), so a gripper joint with a sloppy
+``<limit>`` outside the chain does not block the arm.  xacro runs in a child
+process bounded in time and memory.  Every refusal is a ``ModelError`` naming
+the joint, link or bound.
 """
 from contextlib import redirect_stderr
 import io
