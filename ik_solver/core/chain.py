@@ -190,7 +190,7 @@ def chain_from_robot(robot, base_link, tip_link):
 
 
 def _joint_path(parent_joint, base_link, tip_link):
-    """Joints from base to tip, walking up from the tip (the tree has no cycle: check_robot)."""
+    """Joints from base to tip, walking up from the tip (check_tree proved every walk ends)."""
     path = []
     link = tip_link
     while link != base_link:
