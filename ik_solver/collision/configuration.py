@@ -18,15 +18,16 @@ class ConfigurationMap:
     def __init__(self, model, robot, joint_names=None):
         """Map ``joint_names`` (the chain's, in order; default: every 1-DoF joint that is not a mimic joint)."""
         import pinocchio
-        self._neutral = pinocchio.neutral(model)
+        self._neutral, self._nv = pinocchio.neutral(model), model.nv
         self._mimic = {j.name: j.mimic for j in robot.joints if j.mimic is not None}
-        self._rows, self._default, self.ranges, single, cos_sin = {}, {}, {}, [], []
+        self._rows, self._default, self.ranges, single, cos_sin, self._idx_v = {}, {}, {}, [], [], []
         for index in range(1, model.njoints):
             joint, name = model.joints[index], model.names[index]
             if joint.nv != 1:
                 continue
             row = len(self._rows)
             self._rows[name] = row
+            self._idx_v.append(joint.idx_v)
             self._default[name], self.ranges[name] = 0.0, (-np.pi, np.pi)
             if joint.nq == 1:
                 single.append((row, joint.idx_q))
@@ -71,7 +72,9 @@ class ConfigurationMap:
         M, c = np.zeros((len(self._neutral), n)), self._neutral.copy()
         M[self._single[:, 1]], c[self._single[:, 1]] = A[self._single[:, 0]], b[self._single[:, 0]]
         rows = self._cos_sin[:, 0]
-        self._affine = (M, c, A[rows], b[rows])  # one store: a concurrent full() never mixes old and new
+        D = np.zeros((self._nv, n))  # Pinocchio's velocity = D q-dot
+        D[self._idx_v] = A
+        self._affine = (M, c, A[rows], b[rows], D)  # one store: a concurrent full() never mixes old and new
 
     def _follow(self, name, A, b, visiting):
         """Fill the row of the mimic joint ``name`` from its master's (resolved first)."""
@@ -91,10 +94,14 @@ class ConfigurationMap:
 
     def full(self, q):
         """Pinocchio configuration (nq,) of the robot at chain configuration ``q``."""
-        M, c, Ac, bc = self._affine
+        M, c, Ac, bc, _ = self._affine
         config = M @ q + c
         if len(bc):
             angles = Ac @ q + bc
             config[self._cos_sin[:, 1]] = np.cos(angles)
             config[self._cos_sin[:, 1] + 1] = np.sin(angles)
         return config
+
+    def velocity_map(self):
+        """(nv, n) matrix D: Pinocchio's joint velocity is D q-dot (chain columns; mimic rows scaled)."""
+        return self._affine[4]

@@ -211,6 +211,39 @@ class CollisionModel:
         """Smallest distance (m) between checked pairs at ``q`` (padding not subtracted)."""
         return self.nearest(q)[0]
 
+    def distance_gradient(self, q):
+        """Return (distance, gradient (n,), pair) of the nearest checked pair at ``q``; (inf, zeros, None) if none.
+
+        From the witness points p_a, p_b and the normal n (from a to b): d-dot = n . (J_b(p_b) - J_a(p_a)) q-dot,
+        with J_x(p) the Jacobian of the point p fixed to its link (zero for a world object).
+        """
+        import pinocchio
+        q = self._configuration(q)
+        config = self._config.full(q)
+        with self._lock:
+            world = self._world
+            if not world.pairs:
+                return math.inf, np.zeros(len(q)), None
+            index = pinocchio.computeDistances(self.model, self._data, world.geometry_model, world.geometry_data,
+                                               config)
+            result = world.geometry_data.distanceResults[index]
+            pair = world.geometry_model.collisionPairs[index]
+            points = (np.array(result.getNearestPoint1()), np.array(result.getNearestPoint2()))
+            pinocchio.computeJointJacobians(self.model, self._data, config)
+            jacobians = [self._point_jacobian(world.geometry_model.geometryObjects[g].parentJoint, p)
+                         for g, p in zip((pair.first, pair.second), points)]
+            gradient = np.array(result.normal) @ (jacobians[1] - jacobians[0]) @ self._config.velocity_map()
+            return float(result.min_distance), gradient, world.pairs[index]
+
+    def _point_jacobian(self, joint, point):
+        """(3, nv) Jacobian of the world point ``point`` fixed to ``joint`` (zeros for the universe)."""
+        import pinocchio
+        if joint == 0:
+            return np.zeros((3, self.model.nv))
+        J = pinocchio.getJointJacobian(self.model, self._data, joint, pinocchio.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        x, y, z = point - self._data.oMi[joint].translation
+        return J[:3] - np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]]) @ J[3:]
+
     def check_path(self, Q, max_step=MAX_JOINT_STEP):
         """First collision along the joint path Q (K x n), as (index, pair), or None.
 
