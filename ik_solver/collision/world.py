@@ -75,15 +75,16 @@ class CollisionWorld:
 
 
 def collision_from_parameters(description, chain, srdf_file='', scene_file='', package_dirs=(), padding=0.0,
-                              skip_missing_meshes=False, convex=False):
+                              skip_missing_meshes=False, convex=False, xacro_args=None):
     """Build the CollisionWorld of the node's parameters, or None when the robot has no collision geometry.
 
-    ``description``: the URDF XML; ``chain``: the IK chain (its base and tip).  Raises CollisionError or
+    ``description``: URDF/xacro text or file (RobotModel.description, with its ``xacro_args``); ``chain``: the
+    IK chain (its base and tip).  Raises CollisionError or
     SceneError (both ValueError) naming the file, link or object at fault.
     """
     model = CollisionModel(description, chain.base_link, chain.tip_link, srdf=srdf_file or None,
                            package_dirs=package_dirs, skip_missing_meshes=skip_missing_meshes, convex=convex,
-                           padding=padding)
+                           padding=padding, xacro_args=xacro_args)
     if not model.geometry_links:
         return None
     return CollisionWorld(model, load_scene(scene_file) if scene_file else ())
