@@ -344,3 +344,11 @@ def test_undefined_xacro_argument_is_a_parse_error():
     text = PREFIXED_XACRO.replace('<xacro:arg name="prefix" default=""/>', '')
     with pytest.raises(URDFParseError, match='prefix'):
         load_chain(text, 'base', 'tip')
+
+
+def test_urdf_that_only_declares_the_xacro_namespace_is_not_run_through_xacro(monkeypatch):
+    # Many shipped .urdf files declare xmlns:xacro and use none of it: they need no child process.
+    from ik_solver.core import urdf
+    monkeypatch.setattr(urdf, '_xacro_child', lambda *args: pytest.fail('xacro was run'))
+    text = _robot(REV_AB).replace('<robot name="t">', '<robot name="t" xmlns:xacro="http://www.ros.org/wiki/xacro">')
+    assert load_chain(text, 'a', 'b').joint_names == ['j1']

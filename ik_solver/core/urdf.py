@@ -73,13 +73,18 @@ def load_robot_description(source, xacro_args=None):
         raise URDFParseError('robot description is empty')
     if '<' not in source:
         text = _read_file(source)
-        if source.endswith('.xacro') or 'xmlns:xacro' in text:
+        if source.endswith('.xacro') or _uses_xacro(text):
             return _checked_size(_run_xacro(source, mappings), f'xacro output of {source}')
         return text
     _checked_size(source, 'robot description')
-    if 'xmlns:xacro' in source:
+    if _uses_xacro(source):
         return _checked_size(_run_xacro_text(source, mappings), 'xacro output')
     return source
+
+
+def _uses_xacro(text):
+    """Whether xacro would change ``text``: many shipped .urdf files declare xmlns:xacro and use none of it."""
+    return 'xmlns:xacro' in text and ('xacro:' in text or '${' in text or '$(' in text)
 
 
 def parse_robot(source, xacro_args=None):
