@@ -18,8 +18,12 @@ from sensor_msgs.msg import JointState  # noqa: E402
 
 
 def isolate_ros_domain():
-    """Give this test process (and the nodes it starts) a ROS domain of its own, on localhost."""
-    os.environ['ROS_DOMAIN_ID'] = str(10 + os.getpid() % 90)
+    """Give this test process (and the nodes it starts) a ROS domain of its own, on localhost.
+
+    ``IK_SOLVER_TEST_DOMAIN`` chooses it (for machines where several test runs share the host);
+    otherwise it follows from the process id.
+    """
+    os.environ['ROS_DOMAIN_ID'] = os.environ.get('IK_SOLVER_TEST_DOMAIN') or str(10 + os.getpid() % 90)
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 
 

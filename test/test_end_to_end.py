@@ -1,6 +1,7 @@
 """The whole loop with real processes and real physics: ik_solver_node drives the MuJoCo arm."""
 import time
 
+from conftest import URDF_DIR
 from ik_solver.core.transforms import make_pose, pose_error  # noqa: E402
 from ik_solver.motion import jtc  # noqa: E402
 from ik_solver.tools.demo import circle, DOWN  # noqa: E402
@@ -14,12 +15,15 @@ HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 @pytest.fixture(scope='module')
 def arm(ik7):
     s = Session(ik7.joint_names)
-    s.sim = s.add(start('sim.sim_arm_node'))
-    # 0.8: commanded peaks at 80 % of the limits leave room for the servos' tracking overshoot
-    s.node = s.add(start('ros.ik_node', velocity_scaling=0.8))
-    assert s.observer.wait_ready(30.0), s.node.output() + s.sim.output()
-    yield s
-    s.close()
+    try:
+        limits = str(URDF_DIR.parent / 'config' / 'ik7_joint_limits.yaml')
+        s.sim = s.add(start('sim.sim_arm_node', joint_limits_file=limits))
+        # 0.8: commanded peaks at 80 % of the limits leave room for the servos' tracking overshoot
+        s.node = s.add(start('ros.ik_node', velocity_scaling=0.8, acceleration_scaling=0.8, joint_limits_file=limits))
+        assert s.observer.wait_ready(60.0), s.node.output() + s.sim.output()
+        yield s
+    finally:
+        s.close()
 
 
 def _reach(arm, T):

@@ -4,6 +4,7 @@ One node serves the whole module and the tests run in file order: the first
 ones see a node that has not yet received any joint state.  Joint states come
 from this test (``Session.hold_joints``: a driver at 50 Hz that never moves).
 """
+import tempfile
 import time
 
 from builtin_interfaces.msg import Time as TimeMsg
@@ -11,6 +12,7 @@ from geometry_msgs.msg import PoseStamped
 from ik_solver.core.transforms import make_pose
 from ik_solver.motion import jtc
 from ik_solver.ros.messages import final_joint_positions, joint_state, matrix_to_pose
+from ik_solver.tools.launcher import NodeProcess
 from ik_solver_interfaces.srv import ComputeFK, SolveIK
 import numpy as np
 import pytest
@@ -297,7 +299,7 @@ def test_workspace_box_refuses_targets_outside(session, ik7):
 def test_joint_jump_is_refused(session, ik7):
     assert session.set_parameter('max_joint_jump', 0.05).successful
     status = _send_and_expect_nothing(session, ik7.fk(HOME + np.array([0.3, 0, 0, 0, 0, 0, 0])))
-    assert session.set_parameter('max_joint_jump', 1.5).successful
+    assert session.set_parameter('max_joint_jump', 3.1416).successful
     assert status.reason == 'joint_jump' and 'max_joint_jump' in status.message
 
 
@@ -333,7 +335,7 @@ def test_guarded_approximation(session, ik7):
     status = _send_and_expect_nothing(session, make_pose([1.2, 0.0, 0.36], DOWN))  # far beyond: nothing
     assert not status.trajectory_published
     assert session.set_parameter('publish_approximation', False).successful
-    assert session.set_parameter('max_joint_jump', 1.5).successful
+    assert session.set_parameter('max_joint_jump', 3.1416).successful
 
 
 def test_burst_of_targets_is_solved_at_the_newest_and_accounted_for(session, ik7, rng):
@@ -355,3 +357,27 @@ def test_burst_of_targets_is_solved_at_the_newest_and_accounted_for(session, ik7
     assert max(s.target_age for s in statuses) < 0.5
     T = ik7.fk(HOME)  # still answering normally afterwards
     check_solution(ik7, session.observer.call(session.observer.solve_client, solve_request(T)), T)
+
+
+def test_flood_from_two_publishers_leaves_the_node_responsive_and_acting_on_fresh_targets(session):
+    """Issue 7.8: two processes flood ~/target_pose for 3 s; the node answers ~/solve and acts on fresh targets."""
+    floods = [session.add(NodeProcess('tools.bench_node', [], tempfile.NamedTemporaryFile(
+        prefix='flood_', suffix='.log', delete=False).name, args=['--flood', '3.0'])) for _ in range(2)]
+    t0 = time.monotonic()
+    round_trips = []
+    while any(f.alive() for f in floods):
+        sent = time.monotonic()
+        assert session.observer.call(session.observer.solve_client, solve_request(np.eye(4)), timeout=5.0)
+        round_trips.append(time.monotonic() - sent)
+        time.sleep(0.1)
+    time.sleep(0.5)
+    published = sum(int(f.output().split('published ')[1].split()[0]) for f in floods)
+    statuses = [s for s in session.statuses_since(t0) if s.source == 'topic']
+    ages = np.array([s.target_age for s in statuses if s.reason != 'expired'])  # the targets acted on
+    print(f'flood: {published} targets published, {len(statuses)} answered, '
+          f'{sum(s.superseded for s in statuses)} superseded, target age p50 {np.median(ages) * 1e3:.1f} ms, '
+          f'p99 {np.percentile(ages, 99) * 1e3:.1f} ms, ~/solve round trip max {max(round_trips) * 1e3:.0f} ms')
+    assert published > 1000 and len(statuses) > 10 and session.node.alive()
+    assert ages.max() <= 0.5 + 0.05  # max_target_age: older targets expire instead of being acted on
+    assert max(round_trips) < 2.0
+    assert 'ERROR' not in session.node.output()

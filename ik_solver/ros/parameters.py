@@ -212,8 +212,9 @@ PARAMETERS = (
           choices=('first', 'closest', 'manipulability')),
     Param('jump_threshold', 0.5, "mode 'first': a solution moving a joint further than this from the current state "
           'makes the search go on for the closest one [rad or m]', 0.001, 100.0),
-    Param('max_joint_jump', 1.5, 'A move changing any joint by more than this is refused (JOINT_JUMP) [rad or m]',
-          0.001, 100.0),
+    Param('max_joint_jump', 3.1416, 'A move changing any joint by more than this is refused (JOINT_JUMP); half a '
+          'turn: elbow and wrist flips are refused, ordinary moves pass; streams may set their step bound '
+          '[rad or m]', 0.001, 100.0),
     Param('position_only', False, 'Ignore target orientations'),
     Param('orientation_only', False, 'Ignore target positions'),
     Param('weights', [1.0] * 6, 'Task weights x y z rx ry rz (0 masks an axis)', lengths=(6,)),

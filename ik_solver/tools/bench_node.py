@@ -1,8 +1,13 @@
-"""Benchmark of the ROS side: readiness, latency, service round trip, memory, simulator real-time factor.
+"""Benchmark of the ROS side: readiness, latency, service round trip, memory, flood, simulator real-time factor.
 
 Each node runs as its own process and is reached over DDS, as in use:
 
-    python -m ik_solver.bench_node
+    python -m ik_solver.tools.bench_node
+
+The flood part reproduces issue 7's: two publisher processes send targets as fast as they can
+(about 10 kHz each where the machine allows) while the arm is driven; it reports how old the
+targets the node acted on were (SolveStatus.target_age, p50/p99), how many it superseded, and
+the ~/solve round trip during the flood (the node stays responsive).
 """
 import argparse
 import os
@@ -18,9 +23,10 @@ from std_msgs.msg import Float64
 from .demo import circle, DOWN
 from .launcher import node_args, NodeProcess
 from .observer import ArmObserver
-from .resources import arm_files
+from .resources import arm_files, share_path
 from ..core.chain import load_chain
 from ..core.transforms import make_pose
+from ..ros.ik_node import TARGET_QOS
 from ..ros.messages import final_joint_positions, matrix_to_pose
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])  # service requests are solved around it
@@ -30,16 +36,37 @@ def echo_node():
     """Build the floor: an rclpy node that answers each target with a one-point trajectory, solving nothing."""
     from geometry_msgs.msg import PoseStamped
     from rclpy.node import Node
-    from rclpy.qos import QoSProfile
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
     node = Node('ik_solver')
-    pub = node.create_publisher(JointTrajectory, '/joint_trajectory_controller/joint_trajectory', 10)
+    pub = node.create_publisher(JointTrajectory, 'joint_trajectory_controller/joint_trajectory', 10)
 
     def echo(msg):
         pub.publish(JointTrajectory(joint_names=['x'], points=[JointTrajectoryPoint(
             positions=[msg.pose.position.x, msg.pose.position.y, msg.pose.position.z])]))
-    node.create_subscription(PoseStamped, '~/target_pose', echo, QoSProfile(depth=1))
+    node.create_subscription(PoseStamped, '~/target_pose', echo, TARGET_QOS)
     return node
+
+
+def flood_publisher(seconds):
+    """Publish targets around HOME as fast as possible for ``seconds`` (one flooding process); print the count."""
+    from geometry_msgs.msg import PoseStamped
+    rclpy.init()
+    node = rclpy.create_node(f'bench_flood_{os.getpid()}')
+    pub = node.create_publisher(PoseStamped, 'ik_solver/target_pose', 10)
+    chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
+    poses = [matrix_to_pose(chain.fk(HOME + 0.05 * np.sin(np.arange(chain.n) + k))) for k in range(20)]
+    msg = PoseStamped()
+    msg.header.frame_id = chain.base_link
+    count, end = 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        msg.header.stamp = node.get_clock().now().to_msg()
+        msg.pose = poses[count % len(poses)]
+        pub.publish(msg)
+        count += 1
+    print(f'published {count} targets in {seconds:g} s')
+    node.destroy_node()
+    rclpy.try_shutdown()
+    return 0
 
 
 def echo_latencies(observer, rate, seconds):
@@ -82,7 +109,8 @@ def cpu_seconds(pid):
 def start(module, **params):
     urdf, config = arm_files('ik7')
     log = tempfile.NamedTemporaryFile(prefix=f'bench_{module}_', suffix='.log', delete=False).name
-    return NodeProcess(module, node_args(config, {'urdf_file': urdf, **params}), log)
+    limits = share_path('config', 'ik7_joint_limits.yaml')
+    return NodeProcess(module, node_args(config, {'urdf_file': urdf, 'joint_limits_file': limits, **params}), log)
 
 
 def percentiles(values_ms):
@@ -100,20 +128,44 @@ def bench_ik_node(chain, observer, rate, seconds):
         ready = time.monotonic() - started
         sim = start('sim.sim_arm_node', physics_rate=1000.0, publish_rate=200.0)
         factors = []
-        observer.create_subscription(Float64, '/sim_arm/real_time_factor', lambda m: factors.append(m.data), 10)
+        observer.create_subscription(Float64, 'sim_arm/real_time_factor', lambda m: factors.append(m.data), 10)
         try:
             while observer.latest_tip() is None:
                 time.sleep(0.01)
             cpu0, wall0 = cpu_seconds(sim.pid), time.monotonic()
             latencies, points = stream_latencies(chain, observer, rate, seconds)
             sim_cpu = (cpu_seconds(sim.pid) - cpu0) / (time.monotonic() - wall0)
+            flooded = flood(chain, observer, seconds)
         finally:
             sim.stop()
         round_trips = service_round_trips(chain, observer, 300)
         memory = rss_mb(node.pid)
     finally:
         node.stop()
-    return ready, latencies, points, round_trips, memory, (factors, sim_cpu)
+    return ready, latencies, points, round_trips, memory, (factors, sim_cpu), flooded
+
+
+def flood(chain, observer, seconds, publishers=2):
+    """Flood the node from ``publishers`` processes; (target ages [ms], statuses, superseded, round trips [ms])."""
+    floods = [NodeProcess('tools.bench_node', [], tempfile.NamedTemporaryFile(
+        prefix='bench_flood_', suffix='.log', delete=False).name, args=['--flood', str(seconds)])
+        for _ in range(publishers)]
+    t0 = time.monotonic()
+    round_trips = []
+    try:
+        while any(f.alive() for f in floods):
+            round_trips += service_round_trips(chain, observer, 1)
+            time.sleep(0.1)
+    finally:
+        for f in floods:
+            f.stop()
+            lines = f.output().strip().splitlines()
+            print(f"  flood publisher: {lines[-1] if lines else 'no output'}")
+    time.sleep(0.5)
+    with observer.lock:
+        statuses = [m for t, m in observer.statuses if t >= t0 and m.source == 'topic']
+    ages = [s.target_age * 1e3 for s in statuses]
+    return ages, len(statuses), sum(s.superseded for s in statuses), round_trips
 
 
 def stream_latencies(chain, observer, rate, seconds):
@@ -164,7 +216,10 @@ def main(argv=None):
     parser.add_argument('--rate', type=float, default=200.0, help='target stream rate [Hz]')
     parser.add_argument('--seconds', type=float, default=5.0)
     parser.add_argument('--echo', action='store_true', help=argparse.SUPPRESS)  # run echo_node (internal)
+    parser.add_argument('--flood', type=float, help=argparse.SUPPRESS)  # run one flood publisher (internal)
     args, _ = parser.parse_known_args(argv)
+    if args.flood:
+        return flood_publisher(args.flood)
     if args.echo:
         from .spin import run_node
         return run_node(echo_node, [a for a in sys.argv if a != '--echo'])
@@ -172,12 +227,15 @@ def main(argv=None):
     chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
     observer = ArmObserver(chain.joint_names)
     try:
-        ready, latencies, points, round_trips, memory, (factors, cpu) = bench_ik_node(
+        ready, latencies, points, round_trips, memory, (factors, cpu), flooded = bench_ik_node(
             chain, observer, args.rate, args.seconds)
         print(f'ik_solver_node ready (solve service available) {ready:.2f} s after start')
         print(f'target -> trajectory, a circle streamed at {args.rate:.0f} Hz to the simulated arm: '
               f'{percentiles(latencies)}, {np.mean(points):.1f} points per trajectory')
         print(f'~/solve service round trip: {percentiles(round_trips)}')
+        ages, answered, superseded, flood_trips = flooded
+        print(f'flood, 2 publishers for {args.seconds:g} s: {answered} targets answered, {superseded} superseded; '
+              f'age of the targets acted on: {percentiles(ages)}; ~/solve during the flood: {percentiles(flood_trips)}')
         print(f'ik_solver_node resident memory: {memory:.0f} MB')
         floor = echo_latencies(observer, args.rate, args.seconds)
         print(f'for comparison, an rclpy node that only echoes each target: {percentiles(floor)}')

@@ -85,12 +85,18 @@ class ArmObserver(Node):
     # -- commanding -------------------------------------------------------------------------
 
     def wait_ready(self, timeout=20.0):
-        """Wait for joint states, the simulator's tip pose and the solve service."""
+        """Wait for joint states, the simulator's tip pose and an answer of the solve service.
+
+        An answer, not only a discovered service: a node is discovered before it spins, and
+        targets sent in between would be old by the time it reads them.
+        """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.latest_joints() is not None and self.latest_tip() is not None \
                     and self.solve_client.service_is_ready():
-                return True
+                probe = SolveIK.Request()
+                probe.target.pose.orientation.w = 1.0
+                return self.call(self.solve_client, probe, max(0.1, deadline - time.monotonic())) is not None
             time.sleep(0.05)
         return False
 
