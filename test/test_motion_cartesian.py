@@ -1,16 +1,26 @@
 """Cartesian paths: straight lines solved step by step, stopping before unreachable poses and joint jumps."""
+import pathlib
+
 from ik_solver import IKSolver
 from ik_solver.core.transforms import rotation_vector
 from ik_solver.motion.cartesian import cartesian_path, interpolate
+from ik_solver.motion.guard import check_trajectory
+from ik_solver.motion.jtc import SplineSampler, Trajectory
+from ik_solver.motion.limits import load_joint_limits, MotionState
+from ik_solver.motion.timing import plan_joint_path
 import numpy as np
 import pytest
 
 IK7_HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 
 
+#: Generous: on a busy machine the default 5 ms could time a reachable step out ('first' mode returns at once).
+TIMEOUT = 0.2
+
+
 @pytest.fixture(scope='module')
 def solver7(ik7):
-    return IKSolver(ik7)
+    return IKSolver(ik7, timeout=TIMEOUT)
 
 
 def distance_to_segment(p, a, b):
@@ -50,7 +60,7 @@ def test_line_to_beyond_full_stretch_stops_early_without_a_jump(ik7, solver7):
 
 
 def test_line_through_the_wrist_singularity_stops_before_the_flip(ik6):
-    solver = IKSolver(ik6)
+    solver = IKSolver(ik6, timeout=TIMEOUT)
     qa = np.array([0.3, -1.2, 1.5, -1.0, 0.4, 0.2])
     qb = qa.copy()
     qb[4] = -0.4  # wrist_2 through 0: wrist_1 and wrist_3 align
@@ -100,3 +110,20 @@ def test_bad_input(ik7, solver7, kwargs, match):
         cartesian_path(solver7, IK7_HOME, [ik7.fk(IK7_HOME)], **kwargs)
     with pytest.raises(ValueError, match='start_q'):
         cartesian_path(solver7, IK7_HOME[:3], [ik7.fk(IK7_HOME)], 0.01)
+
+
+def test_timed_line_keeps_the_tip_on_the_line_as_the_controller_runs_it(ik7, solver7):
+    config = pathlib.Path(__file__).resolve().parents[1] / 'config' / 'ik7_joint_limits.yaml'
+    limits = load_joint_limits(ik7, str(config)).limits
+    T0 = ik7.fk(IK7_HOME)
+    T1 = T0.copy()
+    T1[:3, 3] += [0.2, 0.1, -0.15]
+    path = cartesian_path(solver7, IK7_HOME, [T1], max_step=0.005, jump_threshold=0.2)
+    start = MotionState.at_rest(IK7_HOME)
+    timed = plan_joint_path(start, path.joints[1:], limits)
+    assert check_trajectory(start, timed, limits) == []
+    sampler = SplineSampler(start.position, start.velocity,
+                            Trajectory(timed.times, timed.positions, timed.velocities, timed.accelerations))
+    q = sampler.evaluate(np.arange(0.0, timed.duration, 0.001))[0]
+    deviation = max(distance_to_segment(T[:3, 3], T0[:3, 3], T1[:3, 3]) for T in ik7.fk_batch(q))
+    assert deviation < 2e-4  # 0.2 mm between 5 mm steps

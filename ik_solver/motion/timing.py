@@ -24,11 +24,14 @@ stop before a limit at all is refused (``PlanningError``).
 
 ``plan_joint_path`` times a dense joint path (a Cartesian line solved point by
 point), which Ruckig cannot (no intermediate waypoints in the community
-version): a forward/backward pass on the path speed within velocity and
-acceleration limits, points with finite-difference velocities and
-accelerations, then one uniform time scaling measured on the controller's own
-quintics, which is exact: scaling time by c divides velocity by c,
-acceleration by c^2 and jerk by c^3.
+version).  Two timings are built and the faster kept: one jerk-limited Ruckig
+profile of the path parameter (arc length in joint space) within bounds that
+hold along the whole path, the joints on the cubic Hermite curve through the
+points (exact for a straight joint line); and a forward/backward pass on the
+path speed within velocity and acceleration limits (better where one spot of
+the path is much slower than the rest).  Each then gets one uniform time
+scaling measured on the controller's own quintics, which is exact: scaling
+time by c divides velocity by c, acceleration by c^2 and jerk by c^3.
 """
 from dataclasses import dataclass
 import threading
@@ -117,9 +120,10 @@ def plan_joint_path(start, waypoints, limits, sample_period=SAMPLE_PERIOD):
     path = _path_points(q0, waypoints, limits)
     if len(path) == 1:
         return TimedPath(np.array([sample_period]), q0[None].copy(), np.zeros((1, len(q0))), np.zeros((1, len(q0))))
-    times, velocities, accelerations = _path_profile(path, limits)
-    timed = _scale_to_limits(start, TimedPath(times, path[1:], velocities, accelerations), limits)
-    return _refine(start, timed, sample_period)
+    s, d1, d2 = _path_derivatives(path)
+    candidates = [_scale_to_limits(start, _speed_passes(path, s, d1, d2, limits), limits),
+                  _scale_to_limits(start, _ruckig_along_path(path, s, d1, d2, limits, sample_period), limits)]
+    return _refine(start, min(candidates, key=lambda timed: timed.duration), sample_period)
 
 
 # -- plan_move ---------------------------------------------------------------------------------------------------
@@ -258,12 +262,7 @@ def _sample(trajectories, goal, sample_period):
     for trajectory in trajectories:
         pieces.append(_Profiles(trajectory, offset))
         offset += trajectory.duration
-    end_ns = max(1, int(np.ceil(offset * _NS)))
-    switches = _thin(np.unique(np.round(np.concatenate([piece.switch_times() for piece in pieces]) * _NS)), end_ns)
-    count = min(int(np.ceil(offset / sample_period)), MAX_POINTS - len(switches))
-    grid = np.round(np.arange(1, count + 1) * (end_ns / max(count, 1)))
-    near = np.abs(grid[:, None] - switches[None, :]).min(axis=1) < MIN_GAP * _NS
-    times = np.union1d(switches, grid[~near]) / _NS
+    times = _sample_times(np.concatenate([piece.switch_times() for piece in pieces]), offset, sample_period)
     states = np.empty((3, len(times), len(goal)))
     for piece, end in zip(pieces, [piece.offset for piece in pieces[1:]] + [np.inf]):
         inside = (times >= piece.offset) & (times < end)
@@ -289,6 +288,16 @@ def _land_on(goal, times, positions, velocities, accelerations):
     velocities += blend_velocity[:, None] * error
     accelerations += blend_acceleration[:, None] * error
     positions[-1], velocities[-1], accelerations[-1] = goal, 0.0, 0.0
+
+
+def _sample_times(switches, duration, sample_period):
+    """Switch times, then a uniform grid (coarsened to MAX_POINTS), in whole nanoseconds, ending at the duration."""
+    end_ns = max(1, int(np.ceil(duration * _NS)))
+    switches = _thin(np.unique(np.round(np.asarray(switches, float) * _NS)), end_ns)
+    count = min(int(np.ceil(duration / sample_period)), MAX_POINTS - len(switches))
+    grid = np.round(np.arange(1, count + 1) * (end_ns / max(count, 1)))
+    near = np.abs(grid[:, None] - switches[None, :]).min(axis=1) < MIN_GAP * _NS
+    return np.union1d(switches, grid[~near]) / _NS
 
 
 def _thin(times_ns, end_ns):
@@ -322,11 +331,15 @@ def _path_points(q0, waypoints, limits):
     return path
 
 
-def _path_profile(path, limits):
-    """Return times (K-1,), velocities and accelerations at path[1:] from a speed profile along the path."""
+def _path_derivatives(path):
+    """Return the path parameter s (joint-space arc length), dq/ds and d2q/ds2 at each point."""
     s = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(path, axis=0), axis=1))])
     d1 = np.gradient(path, s, axis=0, edge_order=2)
-    d2 = np.gradient(d1, s, axis=0, edge_order=2)
+    return s, d1, np.gradient(d1, s, axis=0, edge_order=2)
+
+
+def _speed_passes(path, s, d1, d2, limits):
+    """Time the path by a forward/backward pass on the path speed (velocity and acceleration, no jerk)."""
     with np.errstate(divide='ignore'):
         speed = np.min(limits.velocity / np.abs(d1), axis=1)
         speed = np.minimum(speed, np.min(np.sqrt(0.5 * limits.acceleration / np.abs(d2)), axis=1))
@@ -339,10 +352,66 @@ def _path_profile(path, limits):
         speed[k] = min(speed[k], np.sqrt(speed[k + 1] ** 2 + 2 * push[k + 1] * ds[k]))
     times = np.cumsum(2 * ds / (speed[:-1] + speed[1:]))
     tangential = np.gradient(speed ** 2, s, edge_order=1) / 2
+    return _path_points_timed(path, d1, d2, times, speed, tangential)
+
+
+def _ruckig_along_path(path, s, d1, d2, limits, sample_period):
+    """Time the path by one jerk-limited Ruckig profile of s, within bounds that hold along the whole path.
+
+    The joints follow the cubic Hermite curve through the points with tangents dq/ds; samples are the
+    points, the profile's phase switches and a uniform grid (a straight joint line is then exact).
+    """
+    peak1, peak2 = np.abs(d1).max(axis=0), np.abs(d2).max(axis=0)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        speed = min(np.min(limits.velocity / peak1), np.min(np.sqrt(0.5 * limits.acceleration / peak2)))
+        push = np.min((limits.acceleration - peak2 * speed ** 2) / peak1)  # what the curvature leaves
+        jerk = np.min(planning_jerk(limits) / peak1)
+    inp = ruckig.InputParameter(1)
+    inp.current_position, inp.target_position = [0.0], [float(s[-1])]
+    inp.max_velocity, inp.max_acceleration, inp.max_jerk = [speed], [push], [jerk]
+    profile = _Profiles(_calculate(inp))
+    at_points = _times_at(profile, s[1:-1])
+    times = _sample_times(np.concatenate([profile.switch_times(), at_points]), profile.duration, sample_period)
+    along, rate, change = profile.evaluate(times)[:, :, 0]
+    q, dq, ddq = _hermite(path, s, d1, np.minimum(along, s[-1]))
+    positions, velocities = q, dq * rate[:, None]
+    accelerations = ddq * rate[:, None] ** 2 + dq * change[:, None]
+    positions[-1], velocities[-1], accelerations[-1] = path[-1], 0.0, 0.0
+    return TimedPath(times, positions, velocities, accelerations)
+
+
+def _times_at(profile, values):
+    """Return the times at which a one-joint profile's (increasing) position reaches ``values`` (bisection)."""
+    low, high = np.zeros(len(values)), np.full(len(values), profile.duration)
+    for _ in range(60):
+        middle = 0.5 * (low + high)
+        below = profile.evaluate(middle)[0, :, 0] < values
+        low, high = np.where(below, middle, low), np.where(below, high, middle)
+    return high
+
+
+def _hermite(path, s, d1, values):
+    """Positions and first and second derivatives (by s) of the cubic Hermite curve through path at ``values``."""
+    k = np.clip(np.searchsorted(s, values, side='right') - 1, 0, len(s) - 2)
+    h = (s[k + 1] - s[k])[:, None]
+    u = ((values - s[k])[:, None]) / h
+    p0, p1, m0, m1 = path[k], path[k + 1], d1[k] * h, d1[k + 1] * h
+    q = (2 * u ** 3 - 3 * u ** 2 + 1) * p0 + (u ** 3 - 2 * u ** 2 + u) * m0 + (-2 * u ** 3 + 3 * u ** 2) * p1 \
+        + (u ** 3 - u ** 2) * m1
+    dq = ((6 * u ** 2 - 6 * u) * p0 + (3 * u ** 2 - 4 * u + 1) * m0 + (-6 * u ** 2 + 6 * u) * p1
+          + (3 * u ** 2 - 2 * u) * m1) / h
+    ddq = ((12 * u - 6) * p0 + (6 * u - 4) * m0 + (-12 * u + 6) * p1 + (6 * u - 2) * m1) / h ** 2
+    return q, dq, ddq
+
+
+def _path_points_timed(path, d1, d2, times, speed, tangential):
+    """Return the points path[1:] at ``times``, with velocities and accelerations from the path speed and its rate."""
     velocities = d1 * speed[:, None]
     accelerations = d2 * speed[:, None] ** 2 + d1 * tangential[:, None]
     velocities[-1] = accelerations[-1] = 0.0
-    return times, velocities[1:], accelerations[1:]
+    if not np.all(np.diff(np.concatenate([[0.0], times])) > 0.0):
+        raise PlanningError('the joint path could not be timed (points too close together)')
+    return TimedPath(times, path[1:], velocities[1:], accelerations[1:])
 
 
 def _scale_to_limits(start, path, limits):
