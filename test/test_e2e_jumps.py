@@ -64,6 +64,7 @@ def _return_to_start(arm, chain):
 @pytest.mark.parametrize('method', METHODS)
 def test_no_executed_move_jumps_along_the_line(arm, ik7, method):
     assert arm.set_parameter('method', method).successful
+    assert arm.set_parameter('timeout', 0.05 if method == 'transpose' else 0.005).successful  # transpose is slow
     assert arm.set_parameter('max_joint_jump', 3.0).successful  # a way back to the start, whatever happened
     _return_to_start(arm, ik7)
     assert arm.set_parameter('max_joint_jump', MAX_JUMP).successful
@@ -82,8 +83,11 @@ def test_no_executed_move_jumps_along_the_line(arm, ik7, method):
         points = np.array([p.positions for p in msg.points])
         assert np.ptp(points, axis=0).max() <= MAX_JUMP + 1e-9
         finals.append(points[-1])
+    if method != 'transpose':  # transpose rarely converges to 1e-5 within its timeout: it may execute nothing
+        assert len(finals) > 10, (method, reasons)  # moves were executed: the line was followed
     steps = np.abs(np.diff(np.array(finals), axis=0)).max(axis=1)
-    assert len(finals) > 1 and steps.max() <= MAX_JUMP + 1e-9, (method, steps.max())
+    assert steps.max() <= MAX_JUMP + 1e-9, (method, steps.max())
     q = arm.observer.latest_joints()[1]
     assert np.abs(q - finals[-1]).max() < 1e-3  # what was executed is what was commanded
-    assert set(reasons) <= {'success', 'joint_jump', 'timeout', 'unreachable', 'joint_limits', 'singular'}, reasons
+    assert set(reasons) <= {'success', 'joint_jump', 'timeout', 'unreachable', 'joint_limits', 'singular',
+                            'expired'}, reasons
