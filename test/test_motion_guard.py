@@ -47,7 +47,7 @@ def test_a_rest_to_rest_plan_from_a_moving_controller_leaves_the_limit(limits):
 def test_issue7_random_moves_none_leaves_the_limits(limits):
     """Issue 7 item 4 regression: 3 000 random moves from moving states, many near a limit.
 
-    The old planner left the limits in 296 of them (same sampling, measured once against the old
+    The old planner left the limits in 291 of them (same sampling, measured once against the old
     code); now each is either refused because braking cannot stop in time, or passes the guard.
     """
     rng = np.random.default_rng(7)
