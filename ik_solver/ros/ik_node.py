@@ -125,6 +125,10 @@ class IKSolverNode(Node):
                                         p['urdf_file'], args, p['robot_description_topic'])
         self.graph_features = graph_features.attach(self)
 
+    def destroy_node(self):
+        self.model_source.close()
+        super().destroy_node()
+
     # -- public interface (graph features, servo) -----------------------------------------------
 
     @property
@@ -413,8 +417,22 @@ class IKSolverNode(Node):
         except KeyError:
             return chain.mid_configuration()
 
+    def _check_collision_request(self, request):
+        """Refuse an avoid_collisions request field the node cannot honour (ValueError)."""
+        asked = request.avoid_collisions
+        if asked == SolveIK.Request.COLLISIONS_DEFAULT:
+            return
+        if asked not in (SolveIK.Request.COLLISIONS_ON, SolveIK.Request.COLLISIONS_OFF):
+            raise ValueError(f'avoid_collisions must be 0 (default), 1 (on) or 2 (off), got {asked}')
+        active = self.collision is not None and self.params['avoid_collisions']
+        if (asked == SolveIK.Request.COLLISIONS_ON) != active:
+            raise ValueError(f"avoid_collisions {'on' if asked == SolveIK.Request.COLLISIONS_ON else 'off'} cannot be "
+                             f"honoured: collision checking is {'on' if active else 'off'} in this node (parameter "
+                             'avoid_collisions and a collision model)')
+
     def _request_overrides(self, request):
         """Solver overrides of a SolveIK request, each bounded like its parameter; ValueError otherwise."""
+        self._check_collision_request(request)
         overrides = {}
         if request.method:
             if request.method not in METHOD_NAMES:
@@ -483,6 +501,7 @@ class IKSolverNode(Node):
             start = self._start_state(context)
         if not request.waypoints:
             raise ValueError('a path needs at least one waypoint')
+        self._check_collision_request(request)
         waypoints = [self._resolve(context, msg) for msg in request.waypoints]
         for T in waypoints:
             self._check_target(context, T)

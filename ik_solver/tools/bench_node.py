@@ -74,7 +74,10 @@ def echo_latencies(observer, rate, seconds):
     log = tempfile.NamedTemporaryFile(prefix='bench_echo_', suffix='.log', delete=False).name
     echo = NodeProcess('tools.bench_node', [], log, args=['--echo'])
     try:
-        time.sleep(2.0)
+        deadline = time.monotonic() + 60.0
+        while observer.target_pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the echo node has started and subscribed
+        time.sleep(0.5)
         t0 = time.monotonic()
         sent = []
         for k in range(int(rate * seconds)):
@@ -115,6 +118,8 @@ def start(module, **params):
 
 def percentiles(values_ms):
     v = np.asarray(values_ms)
+    if not len(v):
+        return 'no samples'
     return f'p50 {np.percentile(v, 50):.3f} ms, p99 {np.percentile(v, 99):.3f} ms (n = {len(v)})'
 
 

@@ -1,0 +1,162 @@
+"""The IK node's shared parts in-process: JointStateTracker, CommandHistory and CommandGuard.
+
+Messages are handed to the tracker directly (no DDS); the guard's verdicts are checked against
+trajectories whose properties are known by construction (a Ruckig move within the limits, the
+same move squeezed in time, a move with a jump).
+"""
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+
+from ik_solver.motion.limits import JointLimits, MotionState  # noqa: E402, I100
+from ik_solver.motion.timing import plan_move, TimedPath  # noqa: E402
+from ik_solver.ros.command_guard import CommandGuard  # noqa: E402
+from ik_solver.ros.joint_states import CommandHistory, JointStateTracker, StateError  # noqa: E402
+from ik_solver.ros.messages import joint_state  # noqa: E402
+
+NAMES = ('a', 'b', 'c')
+LIMITS = JointLimits(NAMES, np.full(3, -2.0), np.full(3, 2.0), np.full(3, 1.0), np.full(3, 4.0), np.full(3, np.inf))
+HOME = np.array([0.1, -0.2, 0.3])
+
+
+@pytest.fixture
+def node():
+    from ros_fixtures import isolate_ros_domain
+    isolate_ros_domain()
+    rclpy.init()
+    n = rclpy.create_node('parts_test')
+    yield n
+    n.destroy_node()
+    rclpy.try_shutdown()
+
+
+def _feed(tracker, node, names, q, velocity=None):
+    msg = joint_state(names, q, node.get_clock().now().to_msg())
+    msg.velocity = [0.0] * len(q) if velocity is None else list(velocity)
+    tracker.on_message(msg)
+
+
+def _state(tracker, history=None):
+    return tracker.state(list(NAMES), LIMITS.lower, LIMITS.upper, velocity=LIMITS.velocity, history=history)
+
+
+def test_a_good_state_and_its_age(node):
+    tracker = JointStateTracker(node, timeout=0.2)
+    assert tracker.age() is None and not tracker.has(NAMES)
+    with pytest.raises(StateError, match='no joint_states yet for a, b, c') as error:
+        _state(tracker)
+    assert error.value.reason == 'stale_state'
+    _feed(tracker, node, ['x'] + list(NAMES)[::-1], [9.0] + list(HOME[::-1]), [0.0, 0.3, 0.2, 0.1])
+    state = _state(tracker)
+    np.testing.assert_array_equal(state.position, HOME)
+    np.testing.assert_array_equal(state.velocity, [0.1, 0.2, 0.3])
+    np.testing.assert_array_equal(state.acceleration, 0.0)
+    time.sleep(0.3)
+    with pytest.raises(StateError, match='joint_states_timeout') as error:
+        _state(tracker)
+    assert error.value.reason == 'stale_state' and tracker.age() > 0.2
+
+
+@pytest.mark.parametrize('names,q,reason,text', [
+    (['a', 'b', 'c', 'a'], [0.1, 0.2, 0.3, 0.4], 'invalid_input', 'duplicate joint names a'),
+    (['a', 'b', 'c'], [0.1, 0.2], 'invalid_input', '3 names but 2 positions'),
+    (['a', 'b', 'c'], [0.1, float('nan'), 0.3], 'invalid_input', 'NaN or inf for b'),
+    (['a', 'b', 'c'], [0.1, 3.0, 0.3], 'inconsistent_state', 'b at 3.0000, outside the joint limits'),
+])
+def test_bad_states_are_refused_not_repaired(node, names, q, reason, text):
+    tracker = JointStateTracker(node)
+    msg = joint_state(names, [0.0] * len(names), node.get_clock().now().to_msg())
+    msg.position = q
+    tracker.on_message(msg)
+    with pytest.raises(StateError, match=text) as error:
+        _state(tracker)
+    assert error.value.reason == reason
+
+
+def test_encoder_noise_at_a_limit_is_clamped(node):
+    tracker = JointStateTracker(node)
+    _feed(tracker, node, NAMES, [2.005, 0.0, -2.005])
+    np.testing.assert_array_equal(_state(tracker).position, [2.0, 0.0, -2.0])
+
+
+def test_a_state_moving_faster_than_the_limits_is_inconsistent(node):
+    tracker = JointStateTracker(node, tolerance=0.05)
+    _feed(tracker, node, NAMES, HOME)
+    _feed(tracker, node, NAMES, HOME + [0.5, 0.0, 0.0])  # 0.5 rad in ~0 s on a 1 rad/s joint
+    with pytest.raises(StateError, match='jumped a by 0.500') as error:
+        _state(tracker)
+    assert error.value.reason == 'inconsistent_state'
+
+
+def test_the_command_envelope(node):
+    tracker = JointStateTracker(node, tolerance=0.05)
+    history = CommandHistory()
+    start = MotionState.at_rest(HOME)
+    path = plan_move(start, HOME + [0.6, 0.0, -0.6], LIMITS)  # c from 0.3 down to -0.3, in about 0.85 s
+    history.sent(start, path)
+    _feed(tracker, node, NAMES, HOME + [0.1, 0.0, -0.1])  # on the way: consistent
+    _state(tracker, history)
+    time.sleep(0.3)
+    _feed(tracker, node, NAMES, HOME + [0.2, 0.0, 0.15])  # c at 0.45: not faster than 1 rad/s, but the wrong way
+    with pytest.raises(StateError, match='outside where the last command can have taken it'):
+        _state(tracker, history)
+
+
+def test_the_replay_follows_the_trajectory_as_sent(node):
+    history = CommandHistory()
+    assert history.reference() is None
+    start = MotionState(HOME, np.array([0.2, 0.0, -0.1]), np.zeros(3))
+    path = plan_move(start, HOME + [0.5, -0.4, 0.2], LIMITS)
+    history.sent(start, path, t0=100.0)
+    for k in range(len(path.times)):
+        reference = history.reference(now=100.0 + path.times[k])
+        np.testing.assert_allclose(reference.position, path.positions[k], atol=1e-9)
+        np.testing.assert_allclose(reference.velocity, path.velocities[k], atol=1e-9)
+    after = history.reference(now=100.0 + path.duration + 1.0)
+    np.testing.assert_allclose(after.position, path.positions[-1])
+    assert not after.velocity.any() and not after.acceleration.any()
+    low, high = history.envelope(100.0 + path.duration + 2.0, LIMITS.velocity, 0.05)
+    np.testing.assert_allclose(high - np.maximum(HOME, path.positions.max(axis=0)), 0.05 + 2.0)  # 1 rad/s x 2 s
+
+
+def _guard(sent, workspace=None):
+    return CommandGuard(LIMITS, workspace, max_joint_jump=0.5, send=lambda *args: sent.append(args))
+
+
+def test_the_guard_sends_only_what_passes(node):
+    sent = []
+    guard = _guard(sent)
+    start = MotionState.at_rest(HOME)
+    path = plan_move(start, HOME + 0.3, LIMITS)
+    assert guard.execute(start, path, NAMES) is None and len(sent) == 1
+    squeezed = TimedPath(path.times / 3, path.positions, path.velocities * 3, path.accelerations * 9)
+    reason, message = guard.execute(start, squeezed, NAMES)
+    assert reason == 'limit_violation' and 'velocity' in message and len(sent) == 1
+    reason, message = guard.execute(start, path, ('a', 'c', 'b'))
+    assert reason == 'limit_violation' and 'joint names' in message
+    far = plan_move(start, HOME + [0.6, 0.0, 0.0], LIMITS)
+    assert guard.execute(start, far, NAMES) == ('joint_jump', 'the move changes a by 0.600, more than max_joint_jump '
+                                                              '0.5')
+    assert len(sent) == 1
+
+
+def test_the_guard_refuses_a_move_that_starts_too_fast_for_its_first_point(node):
+    sent = []
+    start = MotionState(HOME, np.array([0.9, 0.0, 0.0]), np.zeros(3))
+    rest = MotionState.at_rest(HOME)
+    path = plan_move(rest, HOME - 0.2, LIMITS)  # planned from rest, but the controller moves at 0.9 rad/s
+    reason, _ = _guard(sent).execute(start, path, NAMES)
+    assert reason == 'limit_violation' and not sent
+
+
+def test_the_workspace_box(node):
+    guard = _guard([], workspace=([0.0, -1.0, 0.2], [1.0, 1.0, 1.0]))
+    inside, outside = np.eye(4), np.eye(4)
+    inside[:3, 3] = [0.5, 0.0, 0.5]
+    outside[:3, 3] = [0.5, 0.0, 0.1]
+    assert guard.check_target(inside) == []
+    assert 'outside the workspace box' in guard.check_target(outside)[0]
+    assert _guard([]).check_target(outside) == []
