@@ -186,6 +186,11 @@ class Servo:
         self.command = command
         self.command_time = now
 
+    @property
+    def idle(self):
+        """Whether the servo is at rest with no command (it publishes nothing until the next one)."""
+        return self._idle
+
     def set_paused(self, paused):
         self.paused = bool(paused)
 

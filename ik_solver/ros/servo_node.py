@@ -61,8 +61,8 @@ LEVELS = {Status.NO_WARNING: 0, Status.STALE_COMMAND: 0, Status.PAUSED: 0, Statu
 TRAJECTORY_LEAD = 2.0
 #: A loop this far behind its schedule [s] skips ahead instead of catching up.
 MAX_LAG = 0.05
-#: Status messages are published every cycle while commanding, else on change and at this period [s].
-IDLE_STATUS_PERIOD = 0.1
+#: Status messages are published when the code changes, else at this period [s] (not every cycle at 500 Hz).
+STATUS_PERIOD = 0.02
 
 
 class ServoNode(Node):
@@ -73,6 +73,7 @@ class ServoNode(Node):
         self._lock = threading.Lock()
         self._loop = None
         self._running = True
+        self._wake = threading.Event()
         self._servo = None
         self._guard = None
         self._model = None
@@ -206,8 +207,11 @@ class ServoNode(Node):
 
     def _command(self, command):
         with self._lock:
-            if self._servo is not None:
-                self._servo.set_command(command, time.monotonic())
+            if self._servo is None:
+                return
+            self._servo.set_command(command, time.monotonic())
+            if self._servo.idle:
+                self._wake.set()   # the first command of a motion does not wait for the next tick
 
     def _on_pause(self, request, response):
         with self._lock:
@@ -223,7 +227,8 @@ class ServoNode(Node):
         """Run one cycle per period on monotonic deadlines.
 
         Cycles delayed (by the OS) up to MAX_LAG are caught up, so the commanded
-        motion keeps its timing; beyond that the schedule restarts from now.
+        motion keeps its timing; beyond that the schedule restarts from now.  An
+        idle servo's schedule restarts when a command arrives (``_wake``).
         """
         deadline = time.monotonic()
         while self._running:
@@ -231,7 +236,9 @@ class ServoNode(Node):
             deadline += period
             delay = deadline - time.monotonic()
             if delay > 0:
-                time.sleep(delay)
+                if self._wake.wait(delay):
+                    deadline = time.monotonic()
+                self._wake.clear()
             elif delay < -MAX_LAG:
                 deadline = time.monotonic()
 
@@ -253,20 +260,18 @@ class ServoNode(Node):
             output = servo.step(now, measured, error)
             if output is None:
                 return self._publish_status(Status.STALE_STATE, f'waiting for joint_states: {error}', np.nan, 0.0,
-                                            False, now)
+                                            now)
             reasons = guard.check_step(output.previous, output.state.position, output.state.velocity,
                                        servo.settings.publish_period) if output.publish else []
             if reasons:
                 servo.state = output.previous
                 self.get_logger().error('servo command refused by the guard: ' + '; '.join(reasons),
                                         throttle_duration_sec=1.0)
-                return self._publish_status(Status.INVALID, '; '.join(reasons), output.condition_number, 0.0,
-                                            True, now)
+                return self._publish_status(Status.INVALID, '; '.join(reasons), output.condition_number, 0.0, now)
         if output.publish:
             self._publish_command(model.chain.joint_names, output.state)
         self._last_output = output
-        self._publish_status(output.status, output.message, output.condition_number, output.velocity_scale,
-                             output.publish, now)
+        self._publish_status(output.status, output.message, output.condition_number, output.velocity_scale, now)
 
     def _measured(self, model, servo):
         c = model.chain
@@ -286,9 +291,9 @@ class ServoNode(Node):
             point.velocities = array('d', state.velocity)
         self._publisher.publish(JointTrajectory(joint_names=list(names), points=[point]))
 
-    def _publish_status(self, code, message, condition, scale, commanding, now):
+    def _publish_status(self, code, message, condition, scale, now):
         last_code, last_time = self._last_status
-        if not commanding and code == last_code and now - last_time < IDLE_STATUS_PERIOD:
+        if code == last_code and now - last_time < STATUS_PERIOD:
             return
         self._last_status = (code, now)
         msg = ServoStatus(code=int(code), message=message, condition_number=float(condition),
