@@ -100,7 +100,7 @@ def test_a_cyclic_description_neither_hangs_nor_replaces_the_model(make_node, ik
 
 
 def test_a_model_swap_starts_fresh_and_a_misfit_keeps_the_working_model(make_node, ik6, ik7):
-    node = make_node(**{'nullspace.preferred_posture': [0.1] * 7})
+    node = make_node(**{'nullspace.preferred_posture': [0.1] * 7, 'timeout': 0.05})  # 50 ms: a loaded machine
     _publish_description(node, _description('ik7'), 'ik7')
     _feed_joints(node, ik7.joint_names, HOME)
     response = node.solve_service_request(_execute_request(ik7.fk(HOME + 0.05)))

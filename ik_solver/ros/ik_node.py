@@ -126,7 +126,8 @@ class IKSolverNode(Node):
         self.graph_features = graph_features.attach(self)
 
     def destroy_node(self):
-        self.model_source.close()
+        if hasattr(self, 'model_source'):  # absent when a signal ended the start-up
+            self.model_source.close()
         super().destroy_node()
 
     # -- public interface (graph features, servo) -----------------------------------------------
