@@ -129,18 +129,18 @@ def plan_joint_path(start, waypoints, limits, sample_period=SAMPLE_PERIOD):
 # -- plan_move ---------------------------------------------------------------------------------------------------
 
 def _pieces(q0, v0, a0, goal, limits):
-    """Ruckig trajectories of the move, one after the other: the optimum, or a brake then a rest-to-rest move."""
-    direct = _calculate(_input(q0, v0, a0, goal, limits))
+    """Return the move's Ruckig trajectories (_Profiles) in order: the optimum, or a brake then a move from rest."""
+    direct = _Profiles(_calculate(_input(q0, v0, a0, goal, limits)))
     if _outside(direct, limits) is None:
         return [direct]
-    brake = _calculate(_input(q0, v0, a0, None, limits))
+    brake = _Profiles(_calculate(_input(q0, v0, a0, None, limits)))
     beyond = _outside(brake, limits)
     if beyond is not None:
         k, side, extreme = beyond
         raise PlanningError(f'joint {limits.names[k]} cannot stop before its {side} limit: at {v0[k]:.4g} it '
                             f'reaches {extreme:.6g} even braking at its acceleration and jerk limits')
-    stop = np.array(brake.at_time(brake.duration)[0])
-    rest_move = _calculate(_input(stop, np.zeros_like(q0), np.zeros_like(q0), goal, limits))
+    stop = brake.evaluate(np.array([brake.duration]))[0, 0]
+    rest_move = _Profiles(_calculate(_input(stop, np.zeros_like(q0), np.zeros_like(q0), goal, limits)), brake.duration)
     if _outside(rest_move, limits) is not None:
         raise PlanningError('the rest-to-rest move after braking leaves the joint limits')
     return [brake, rest_move]
@@ -179,9 +179,9 @@ def _calculate(inp):
     return trajectory
 
 
-def _outside(trajectory, limits):
+def _outside(profiles, limits):
     """(index, 'lower'|'upper', extreme) of the first joint the trajectory takes past a limit, else None."""
-    low, high = _Profiles(trajectory).extrema()
+    low, high = profiles.extrema()
     for k in range(len(low)):
         if low[k] < limits.lower[k] - POSITION_EPS:
             return k, 'lower', low[k]
@@ -211,11 +211,12 @@ class _Profiles:
         """Phases of one joint: its brake phases (if braking), seven jerk phases, then the hold at the end."""
         brake = profile.brake
         rows = []
-        used = [i for i in range(2) if brake.t[i] > 0.0]  # Ruckig leaves an unused brake phase unfilled
-        if used:
+        braking = brake.duration
+        if braking > 0.0:
+            used = [i for i, t in enumerate(brake.t) if t > 0.0]  # Ruckig leaves an unused brake phase unfilled
             rows.append((np.concatenate([[0.0], np.cumsum(brake.t)])[used], *(np.array(x)[used] for x in (
                 brake.p, brake.v, brake.a, brake.j))))
-        t = brake.duration + np.concatenate([[0.0], np.cumsum(profile.t)])
+        t = braking + np.concatenate([[0.0], np.cumsum(profile.t)])
         rows.append((t, profile.p, profile.v, profile.a, list(profile.j) + [0.0]))
         for field, column in enumerate(zip(*rows)):
             values = np.concatenate(column)
@@ -256,13 +257,10 @@ class _Profiles:
         return np.stack([pk + dt * (vk + dt * (ak / 2 + dt * jk / 6)), vk + dt * (ak + dt * jk / 2), ak + dt * jk])
 
 
-def _sample(trajectories, goal, sample_period):
+def _sample(pieces, goal, sample_period):
     """Sample times: phase switches, then a uniform grid (coarsened to MAX_POINTS), in whole nanoseconds."""
-    pieces, offset = [], 0.0
-    for trajectory in trajectories:
-        pieces.append(_Profiles(trajectory, offset))
-        offset += trajectory.duration
-    times = _sample_times(np.concatenate([piece.switch_times() for piece in pieces]), offset, sample_period)
+    duration = pieces[-1].offset + pieces[-1].duration
+    times = _sample_times(np.concatenate([piece.switch_times() for piece in pieces]), duration, sample_period)
     states = np.empty((3, len(times), len(goal)))
     for piece, end in zip(pieces, [piece.offset for piece in pieces[1:]] + [np.inf]):
         inside = (times >= piece.offset) & (times < end)
