@@ -112,6 +112,16 @@ def test_forward_position_stream_is_judged_on_the_stream_period_despite_jitter(r
     assert velocity.value == pytest.approx((step + 0.02) / period, rel=0.02)
 
 
+def test_a_stream_that_starts_with_a_burst_is_not_taken_for_a_fast_one():
+    controller = ForwardController('forward_position', np.zeros(2), LimitMonitor(_limits()))
+    reports = []
+    for k in range(1, 80):  # 0.5 rad/s at 100 Hz; the sender was starved and sent its first 10 at once
+        sent = 0.1 + k * 1e-5 if k <= 10 else k * 0.01
+        reports.append(controller.command([k * 0.005, 0.0], sent))
+    assert reports == [None] * len(reports)
+    assert controller.command([80 * 0.005 + 0.02, 0.0], 0.8) is not None  # 2.5 rad/s is still seen
+
+
 def test_forward_position_outside_the_limits_is_reported_and_still_applied():
     controller = ForwardController('forward_position', np.zeros(2), LimitMonitor(_limits()))
     report = controller.command([1.5, 0.0], 0.0)

@@ -23,9 +23,9 @@ from ..motion import jtc
 
 #: Positions within this of a limit [rad or m] count as inside (the spline's rounding).
 POSITION_TOLERANCE = 1e-6
-#: Command stream period estimation (StreamRate): commands kept, commands before it is known, pauses
-#: that start a new stream (in periods, and in seconds while the period is unknown).
-RATE_WINDOW, RATE_SETTLE, GAP_PERIODS, FIRST_GAP = 50, 10, 5.0, 0.5
+#: Command stream period estimation (StreamRate): commands kept; commands and time span [s] before it is
+#: known; pauses that start a new stream (in periods, and in seconds while the period is unknown).
+RATE_WINDOW, RATE_SETTLE, RATE_SPAN, GAP_PERIODS, FIRST_GAP = 200, 25, 0.2, 5.0, 0.5
 #: Physics steps of a trajectory's splines evaluated at once.
 BLOCK_STEPS = 50
 
@@ -173,13 +173,15 @@ class TrajectoryController:
 class StreamRate:
     """Nominal period of a command stream: the least-squares slope of send time over command count.
 
-    Over ``RATE_WINDOW`` commands the slope is insensitive to the sender's
-    jitter (a few ms on a 10 ms stream moves it by about 1 % after 10
-    commands, 0.1 % after 50), so
-    velocities and accelerations implied by successive commands are judged
-    on the period the sender meant.  A pause longer than ``GAP_PERIODS``
-    periods (or ``FIRST_GAP`` before the period is known) starts a new stream;
-    until a stream has ``RATE_SETTLE`` commands its period is unknown.
+    Over many commands the slope is insensitive to the sender's jitter (a
+    few ms on a 10 ms stream move it by well under 1 % after 25 commands),
+    and a sender starved of CPU that publishes late commands in a burst does
+    not shorten it, so velocities and accelerations implied by successive
+    commands are judged on the period the sender meant.  Until a stream has
+    ``RATE_SETTLE`` commands over at least ``RATE_SPAN`` seconds its period is
+    unknown (a burst at its start would look like a fast stream).  A pause
+    longer than ``GAP_PERIODS`` periods (or ``FIRST_GAP`` before the period is
+    known) starts a new stream.
     """
 
     def __init__(self):
@@ -192,7 +194,7 @@ class StreamRate:
             self._times.clear()
             self.period = None
         self._times.append(now)
-        if len(self._times) < RATE_SETTLE:
+        if len(self._times) < RATE_SETTLE or self._times[-1] - self._times[0] < RATE_SPAN:
             return None
         t = np.array(self._times)
         i = np.arange(len(t)) - 0.5 * (len(t) - 1)
