@@ -49,12 +49,14 @@ def generate_launch_description():
         DeclareLaunchArgument('start_robot_state_publisher', default_value='auto',
                               description='auto (if installed), true or false'),
         DeclareLaunchArgument('rviz', default_value='false', description='true: also start rviz2 (if installed)'),
-        sim,
+        # First: if it refuses its arguments (e.g. start_robot_state_publisher:=true without the package)
+        # launch stops before any process has started, so none is left behind.
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(PathJoinSubstitution([share, 'launch', 'ik_solver.launch.py'])),
             launch_arguments={'robot': 'ik7',
                               'start_robot_state_publisher': LaunchConfiguration('start_robot_state_publisher'),
                               'rviz': LaunchConfiguration('rviz')}.items()),
+        sim,
         demo,
         stop_all_on_exit([sim, demo]),  # the included file does the same for its own processes
     ])

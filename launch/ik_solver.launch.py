@@ -27,15 +27,19 @@ def robot_description(urdf, xacro_args):
     return ParameterValue(Command(command), value_type=str)
 
 
-def optional_node(name, wanted, package, make_node):
-    """[node] if ``wanted`` ('auto', 'true', 'false') and ``package`` is installed; else a log line."""
+def optional_node(argument, wanted, package, make_node):
+    """Return [node] if ``wanted`` is 'true' or 'auto' and ``package`` is installed; 'auto' without it: a log line.
+
+    'true' without the package is an error raised before any process starts, so that
+    nothing is left running when launch stops on it.
+    """
     if wanted == 'false':
         return []
     if package_available(package):
         return [make_node()]
-    if wanted == 'true' and name == 'robot_state_publisher':
-        return [make_node()]  # asked for explicitly: let launch say what is missing
-    return [LogInfo(msg=f'{package} is not installed: {name} not started ({name}:={wanted})')]
+    if wanted == 'true':
+        raise RuntimeError(f'{argument}:=true, but {package} is not installed (use {argument}:=auto or false)')
+    return [LogInfo(msg=f'{package} is not installed: not started ({argument}:={wanted})')]
 
 
 def launch_setup(context):
@@ -50,7 +54,7 @@ def launch_setup(context):
     nodes = [Node(package='ik_solver', executable='ik_solver_node', name='ik_solver', output='screen',
                   parameters=setup.parameters, remappings=setup.remappings)]
     if description is not None:
-        nodes += optional_node('robot_state_publisher', rsp_wanted, 'robot_state_publisher', lambda: Node(
+        nodes += optional_node('start_robot_state_publisher', rsp_wanted, 'robot_state_publisher', lambda: Node(
             package='robot_state_publisher', executable='robot_state_publisher', output='screen',
             parameters=[{'robot_description': description}] + sim_time))
     nodes += optional_node('rviz', 'auto' if rviz_wanted == 'true' else 'false', 'rviz2', lambda: Node(

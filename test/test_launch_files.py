@@ -192,3 +192,19 @@ def test_launch_files_describe_without_errors():
         _, entities = launch_entities(name, {})
         assert any(isinstance(e, RegisterEventHandler) for e in entities), name  # one exit stops all
     assert stop_all_on_exit([]) is not None
+
+
+def test_missing_robot_state_publisher_or_rviz_starts_nothing_unwanted():
+    pytest.importorskip('launch_ros', reason='launch_ros is not installed (not on PyPI); needs a ROS 2 install')
+    from ik_solver.tools.resources import package_available
+    from launch.actions import LogInfo
+    if package_available('robot_state_publisher') or package_available('rviz2'):
+        pytest.skip('robot_state_publisher or rviz2 is installed here')
+    context, entities = launch_entities('ik_solver.launch.py', {'rviz': 'true'})  # auto: skipped with a message
+    _, nodes = ik_node_parameters(context, entities)
+    assert [n.node_executable for n in nodes] == ['ik_solver_node']
+    group = next(e for e in entities if hasattr(e, 'get_sub_entities'))
+    messages = [e.msg for e in group.get_sub_entities() if isinstance(e, LogInfo)]
+    assert len(messages) == 2  # robot_state_publisher (auto) and rviz2, each named
+    with pytest.raises(RuntimeError, match='start_robot_state_publisher:=true'):
+        launch_entities('ik_solver.launch.py', {'start_robot_state_publisher': 'true'})  # before any process
