@@ -208,3 +208,13 @@ def test_missing_robot_state_publisher_or_rviz_starts_nothing_unwanted():
     assert len(messages) == 2  # robot_state_publisher (auto) and rviz2, each named
     with pytest.raises(RuntimeError, match='start_robot_state_publisher:=true'):
         launch_entities('ik_solver.launch.py', {'start_robot_state_publisher': 'true'})  # before any process
+
+
+def test_private_ros_domain_unless_the_user_set_one():
+    from ik_solver.tools.resources import private_ros_domain, PRIVATE_DOMAINS
+    mine = {'ROS_DOMAIN_ID': '42'}
+    assert private_ros_domain(mine) == ('42', False) and mine == {'ROS_DOMAIN_ID': '42'}
+    fresh = {}
+    domain, picked = private_ros_domain(fresh)
+    assert picked and int(domain) in PRIVATE_DOMAINS and int(domain) != 0
+    assert fresh == {'ROS_DOMAIN_ID': domain, 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}

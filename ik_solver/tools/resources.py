@@ -8,6 +8,7 @@ controller.
 """
 import os
 import pathlib
+import sys
 
 
 def share_path(*parts):
@@ -58,17 +59,23 @@ def private_ros_domain(environ=None):
     return environ['ROS_DOMAIN_ID'], True
 
 
+def _rclpy_initialised():
+    rclpy = sys.modules.get('rclpy')
+    return rclpy is not None and rclpy.ok()
+
+
 def local_ros_env(env=None):
     """Environment for child ROS processes: discovery kept on this host, on a private domain unless one is set.
 
-    Without ``env`` the private domain is also set in this process's environment,
-    so that this process (initialised after this call) and its children share it.
+    Without ``env`` (this process's environment) a private domain is also set for
+    this process, so that it and its children share it; if this process has
+    already joined a domain (rclpy initialised), its children join the same one.
     """
     if env is None:
-        private_ros_domain()
         env = os.environ
+        if not _rclpy_initialised():
+            private_ros_domain(env)
     env = dict(env)
-    private_ros_domain(env)
     env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     env.setdefault('PYTHONUNBUFFERED', '1')
     return env
