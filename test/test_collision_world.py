@@ -101,3 +101,17 @@ def test_no_geometry_means_no_world():
     stripped = urdf.replace('<collision>', '<!--').replace('</collision>', '-->')
     chain = load_chain(PLANAR3, 'base_link', 'tool0')
     assert collision_from_parameters(stripped, chain) is None
+
+
+def test_marker_without_frame_is_in_the_chain_base_whatever_its_name():
+    """A base not named base_link (as Panda's panda_link0), and a sub-chain whose base is link1."""
+    renamed = open(PLANAR3).read().replace('base_link', 'panda_link0')
+    world = collision_from_parameters(renamed, load_chain(renamed, 'panda_link0', 'tool0'))
+    assert world.apply_markers([_marker(1, position=(0.25, 0.0, 0.0), frame='')]) == []
+    assert world.obstacles[0].frame == 'panda_link0' and world.model.check(np.zeros(3)) == ('link1', 'test/1')
+    # Sub-chain link1 -> tool0 with joint1 held at 1 rad: (0.7, 0, 0) in link1 is on link2; in base_link it
+    # would be 0.7 sin(1) = 0.59 m off the arm.
+    world = collision_from_parameters(open(PLANAR3).read(), load_chain(PLANAR3, 'link1', 'tool0'))
+    world.model.set_joint_values({'joint1': 1.0})
+    assert world.apply_markers([_marker(1, SPHERE, scale=(0.1,) * 3, position=(0.7, 0.0, 0.0), frame='')]) == []
+    assert world.obstacles[0].frame == 'link1' and world.model.check(np.zeros(2)) == ('link2', 'test/1')

@@ -1,5 +1,5 @@
 """Transforms between arbitrary robot links, against the chain's own FK."""
-from conftest import URDF_DIR
+from conftest import MIXED_URDF, URDF_DIR
 from ik_solver.core.exceptions import LinkNotFoundError
 from ik_solver.core.frames import RobotFrames
 from ik_solver.core.urdf import parse_robot
@@ -42,3 +42,16 @@ def test_non_finite_position_is_refused(robot):
     positions['joint2'] = float('nan')
     with pytest.raises(ValueError, match="joint 'joint2' is not a finite number"):
         frames.pose('tool0', positions)
+
+
+def test_mimic_joint_follows_its_master_without_its_own_position(mixed, rng):
+    """MIXED_URDF's m1 mimics j1 (multiplier -0.5, offset 0.1); joint_states need not carry m1."""
+    frames = RobotFrames(parse_robot(MIXED_URDF), 'base')
+    assert frames.joints_between('tip') == ['c1', 'j1', 'p1', 'r2']   # the master j1, not m1
+    for q in mixed.random_configuration(rng, 5):
+        positions = dict(zip(mixed.joint_names, q))
+        np.testing.assert_allclose(frames.pose('tip', positions), mixed.fk(q), atol=1e-12)
+        # A stale m1 in joint_states does not override the master's relation.
+        np.testing.assert_allclose(frames.pose('tip', {**positions, 'm1': 2.5}), mixed.fk(q), atol=1e-12)
+    with pytest.raises(KeyError, match="'j1'"):
+        frames.pose('l5', {'p1': 0.0, 'c1': 0.0})

@@ -5,13 +5,14 @@ without rclpy.  Sizes follow RViz: ``scale`` is the full size, so a sphere's
 radius is scale/2 and a cylinder's is scale.x/2 with height scale.z; an
 ellipsoid or elliptic cylinder becomes the round shape around it (the larger
 diameter), which is conservative.  A zero quaternion, which RViz draws as the
-identity, means the identity here too.
+identity, means the identity here too.  An empty ``header.frame_id`` means the
+frame the caller gives (the node: its chain's base link, whatever its name).
 """
 import dataclasses
 
 import numpy as np
 
-from .scene import make_obstacle, SceneError
+from .scene import DEFAULT_FRAME, make_obstacle, SceneError
 
 CUBE, SPHERE, CYLINDER = 1, 2, 3
 ADD, DELETE, DELETEALL = 0, 2, 3
@@ -32,8 +33,10 @@ def marker_name(marker):
     return f'{marker.ns}/{marker.id}' if marker.ns else str(marker.id)
 
 
-def obstacle_from_marker(marker, transform=None, frame=None):
+def obstacle_from_marker(marker, default_frame=DEFAULT_FRAME, transform=None, frame=None):
     """Obstacle of an ADD marker; ``transform`` (4x4) maps the marker's frame into ``frame`` when given.
+
+    A marker without ``header.frame_id`` is in ``default_frame``.
 
     Raises SceneError naming the marker for an unsupported type or an invalid size or pose.
     """
@@ -47,7 +50,7 @@ def obstacle_from_marker(marker, transform=None, frame=None):
     quaternion = [o.x, o.y, o.z, o.w]
     if quaternion == [0.0, 0.0, 0.0, 0.0]:
         quaternion = [0.0, 0.0, 0.0, 1.0]
-    obstacle = make_obstacle(name, shape, size, [p.x, p.y, p.z], quaternion, marker.header.frame_id or 'base_link')
+    obstacle = make_obstacle(name, shape, size, [p.x, p.y, p.z], quaternion, marker.header.frame_id or default_frame)
     if transform is None:
         return obstacle
     transform = np.asarray(transform, dtype=float)

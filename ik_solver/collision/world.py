@@ -61,7 +61,7 @@ class CollisionWorld:
     def _obstacle(self, marker, lookup):
         frame = marker.header.frame_id or self.model.base_link
         if self.model.knows_frame(frame):
-            return obstacle_from_marker(marker)
+            return obstacle_from_marker(marker, frame)
         transform = None
         if lookup is not None:
             try:
@@ -71,7 +71,7 @@ class CollisionWorld:
         if transform is None:
             raise SceneError(f"marker '{marker_name(marker)}': frame '{frame}' is neither a robot link nor "
                              'resolvable')
-        return obstacle_from_marker(marker, transform, self.model.base_link)
+        return obstacle_from_marker(marker, frame, transform, self.model.base_link)
 
 
 def collision_from_parameters(description, chain, srdf_file='', scene_file='', package_dirs=(), padding=0.0,

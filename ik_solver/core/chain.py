@@ -17,11 +17,18 @@ limits of the chain's joints are checked here, where they are read:
   the motion layer to bound from its own configuration.
 - ``lower``/``upper`` (and ``<safety_controller>`` soft limits, which win where
   tighter, as in TRAC-IK) must be finite, within +-``MAX_MAGNITUDE`` and ordered.
+- A mimic joint's own limits bind its master, since only the master is an IK
+  variable: with value = m * master + offset, its position range maps to
+  [(lower - offset) / m, (upper - offset) / m] (ends swapped for m < 0), which
+  is intersected with the master's range, and its velocity limit v bounds the
+  master's velocity by v / abs(m).  A continuous master bounded this way is
+  reported as revolute.  An empty intersection (or, for m = 0, an offset outside
+  the mimic's range) is a JointLimitError.
 
 Joint positions given to ``fk``/``jacobian`` are checked as strictly: a message
 says whether they are missing, not numbers, of the wrong shape or not finite.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -223,13 +230,12 @@ class _ChainBuilder:
         if not self.joints:
             raise ChainError(f"no movable joint between '{self.base_link}' and '{self.tip_link}'")
         n = len(self.axis)
-        frames = {name: (index if index >= 0 else -1, R, p) for name, (index, R, p) in self.link_frames.items()}
         return Chain(
             self.base_link, self.tip_link, self.joints,
             np.ascontiguousarray(self.origin_R + [self.R]), np.ascontiguousarray(self.origin_p + [self.p]),
             np.ascontiguousarray(self.axis, dtype=float).reshape(n, 3), np.array(self.kind, dtype=np.int64),
             np.array(self.var, dtype=np.int64), np.array(self.mult, dtype=float),
-            np.array(self.offset, dtype=float), frames, [m[0].name for m in self.mimics])
+            np.array(self.offset, dtype=float), self.link_frames, [m[0].name for m in self.mimics])
 
     def _add(self, joint):
         R0, p0 = joint_origin(joint)
@@ -270,6 +276,30 @@ class _ChainBuilder:
                     f"mimic joint '{joint.name}' follows '{master}', which is not a movable joint of the "
                     f'chain {self.base_link} -> {self.tip_link}')
             self.var[slot] = self.variable_of[master]
+            index = self.variable_of[master]
+            self.joints[index] = _folded_limits(self.joints[index], _joint_info(joint), self.mult[slot],
+                                                self.offset[slot])
+
+
+def _folded_limits(master, mimic, multiplier, offset):
+    """``master``'s JointInfo with the limits of its ``mimic`` folded in (see the module docstring)."""
+    lower, upper = master.lower, master.upper
+    if np.isfinite(mimic.lower) or np.isfinite(mimic.upper):
+        if multiplier == 0.0:
+            if not mimic.lower <= offset <= mimic.upper:
+                raise JointLimitError(f"mimic joint '{mimic.name}' stays at its offset {offset}, outside its limits "
+                                      f'[{mimic.lower}, {mimic.upper}]')
+        else:
+            ends = sorted(((mimic.lower - offset) / multiplier, (mimic.upper - offset) / multiplier))
+            lower, upper = max(lower, ends[0]), min(upper, ends[1])
+            if lower > upper:
+                raise JointLimitError(
+                    f"mimic joint '{mimic.name}' ({multiplier} * {master.name} + {offset}) cannot stay within its "
+                    f"limits [{mimic.lower}, {mimic.upper}] for any position of '{master.name}' in "
+                    f'[{master.lower}, {master.upper}]')
+    velocity = master.velocity if multiplier == 0.0 else min(master.velocity, mimic.velocity / abs(multiplier))
+    joint_type = 'revolute' if master.continuous and np.isfinite(lower) else master.joint_type
+    return replace(master, joint_type=joint_type, lower=lower, upper=upper, velocity=velocity)
 
 
 def _joint_info(joint):

@@ -7,20 +7,17 @@ the path, without tf.
 
 The robot is checked on construction (``urdf.check_robot``), so every walk up
 the tree ends even for a robot that did not come through ``parse_robot``.
+
+A mimic joint's position is ``multiplier * master + offset``, computed from its
+master's position (joint_states need not carry mimic joints); only when the
+master is unknown is the mimic joint's own reported position used.  So the
+joints a pose depends on (``joints_between``) name masters, not mimic joints.
 """
 import numpy as np
 
 from .exceptions import LinkNotFoundError, UnsupportedJointError
+from .kinematics import _rotate_about
 from .urdf import check_robot, joint_axis, joint_origin
-
-
-def _axis_angle(axis, angle):
-    x, y, z = axis
-    c, s = np.cos(angle), np.sin(angle)
-    t = 1 - c
-    return np.array([[t * x * x + c, t * x * y - s * z, t * x * z + s * y],
-                     [t * x * y + s * z, t * y * y + c, t * y * z - s * x],
-                     [t * x * z - s * y, t * y * z + s * x, t * z * z + c]])
 
 
 class RobotFrames:
@@ -29,6 +26,7 @@ class RobotFrames:
     def __init__(self, robot, reference):
         self._parent = check_robot(robot)
         self._links = {link.name for link in robot.links}
+        self._joints = {joint.name: joint for joint in robot.joints}
         self.reference = reference
         if not isinstance(reference, str) or reference not in self._links:
             raise LinkNotFoundError(f"link '{reference}' is not in the robot")
@@ -37,8 +35,9 @@ class RobotFrames:
         return isinstance(link, str) and link in self._links
 
     def joints_between(self, link):
-        """Names of the non-fixed joints whose positions the pose of ``link`` depends on."""
-        return sorted({j.name for j in self._path(link) + self._path(self.reference) if j.type != 'fixed'})
+        """Names of the joints whose positions the pose of ``link`` depends on (masters instead of mimic joints)."""
+        return sorted({self._source(j).name for j in self._path(link) + self._path(self.reference)
+                       if j.type != 'fixed'})
 
     def pose(self, link, positions):
         """4x4 pose of ``link`` in the reference link; positions: {joint name: value}."""
@@ -57,29 +56,44 @@ class RobotFrames:
     def _root_pose(self, link, positions):
         T = np.eye(4)
         for joint in self._path(link):
-            T = T @ _joint_transform(joint, positions)
+            T = T @ self._joint_transform(joint, positions)
         return T
 
+    def _source(self, joint, visiting=()):
+        """Return the joint whose position determines ``joint``'s: its master (through mimics), or itself."""
+        master = None if joint.mimic is None else self._joints.get(joint.mimic.joint)
+        if master is None:  # not a mimic joint, or its master is not in the robot: its own position counts
+            return joint
+        if joint.name in visiting:
+            raise UnsupportedJointError(f"mimic joints form a cycle through '{joint.name}'")
+        return self._source(master, (*visiting, joint.name))
 
-def _joint_transform(joint, positions):
-    T = np.eye(4)
-    T[:3, :3], T[:3, 3] = joint_origin(joint)
-    if joint.type == 'fixed':
-        return T
-    if joint.type not in ('revolute', 'continuous', 'prismatic'):
-        raise UnsupportedJointError(f"joint '{joint.name}' is {joint.type}: its pose cannot be computed")
-    value = _position(joint.name, positions)
-    if joint.mimic is not None and joint.mimic.joint in positions:
-        value = ((1.0 if joint.mimic.multiplier is None else joint.mimic.multiplier)
-                 * _position(joint.mimic.joint, positions)
-                 + (0.0 if joint.mimic.offset is None else joint.mimic.offset))
-    axis = joint_axis(joint)
-    motion = np.eye(4)
-    if joint.type == 'prismatic':
-        motion[:3, 3] = axis * value
-    else:
-        motion[:3, :3] = _axis_angle(axis, value)
-    return T @ motion
+    def _value(self, joint, positions):
+        """Position of ``joint``: a mimic joint's from its master (its own reported one only without the master)."""
+        source = self._source(joint)
+        if source is joint or (source.name not in positions and joint.name in positions):
+            return _position(joint.name, positions)
+        multiplier = 1.0 if joint.mimic.multiplier is None else float(joint.mimic.multiplier)
+        offset = 0.0 if joint.mimic.offset is None else float(joint.mimic.offset)
+        return multiplier * self._value(self._joints[joint.mimic.joint], positions) + offset
+
+    def _joint_transform(self, joint, positions):
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = joint_origin(joint)
+        if joint.type == 'fixed':
+            return T
+        if joint.type not in ('revolute', 'continuous', 'prismatic'):
+            raise UnsupportedJointError(f"joint '{joint.name}' is {joint.type}: its pose cannot be computed")
+        value = self._value(joint, positions)
+        axis = joint_axis(joint)
+        motion = np.eye(4)
+        if joint.type == 'prismatic':
+            motion[:3, 3] = axis * value
+        else:
+            rotation = np.empty((3, 3))
+            _rotate_about(axis, value, rotation)
+            motion[:3, :3] = rotation
+        return T @ motion
 
 
 def _position(name, positions):
