@@ -32,7 +32,11 @@ BLOCK_STEPS = 50
 
 @dataclass(frozen=True)
 class Violation:
-    """The worst excursion of one joint beyond one limit: ``time`` [s] after the start of the command."""
+    """The worst excursion of one joint beyond one limit.
+
+    ``time`` [s]: after the start of a trajectory; for a stream command, when
+    it was sent (system clock); for an integrated velocity target, physics time.
+    """
 
     joint: str
     quantity: str  # 'position', 'velocity' or 'acceleration'
@@ -245,10 +249,10 @@ class ForwardController:
                 if self._previous[1] is not None:
                     second = (delta - self._previous[1]) / period ** 2
             if self.kind == 'forward_position':
-                self.monitor.check(0.0, values, first, second)
+                self.monitor.check(now, values, first, second)
                 self._target = values
             else:
-                self.monitor.check(0.0, self._target, values, first)
+                self.monitor.check(now, self._target, values, first)
                 self._velocity = values
             self._previous = (values, None if period is None else delta)
             violations = self.monitor.take()
@@ -265,7 +269,7 @@ class ForwardController:
             v = np.where(at_limit, 0.0, self._velocity)
             reports = []
             if (at_limit & ~self._at_limit).any():  # the integrated target reached a limit: a hard stop
-                self.monitor.check(0.0, unclipped)
+                self.monitor.check(now, unclipped)
                 reports.append(Report(self.kind, f'integrated command #{self._count}', self.monitor.take()))
             self._target, self._at_limit = q, at_limit
         return q, v, reports

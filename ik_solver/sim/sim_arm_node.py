@@ -31,7 +31,8 @@ Formats (std_msgs/String carries JSON):
 - ``~/limit_violations``: ``{"controller", "command", "violations": [{"joint",
   "quantity" (position|velocity|acceleration), "value", "limit", "time"}]}``,
   one message per trajectory (when it ends or is preempted) or per stream
-  command; the worst excursion per joint and quantity;
+  command; the worst excursion per joint and quantity; ``time`` is seconds
+  after the trajectory's start, or a stream command's send time;
 - ``~/contacts``: ``[{"link", "object", "distance"}]``, every arm-world pair
   in contact in any physics step since the last message, with its deepest
   distance (< 0: penetration), at ``publish_rate`` while there are any.
