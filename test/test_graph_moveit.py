@@ -183,3 +183,36 @@ def test_service_callback_fills_the_error_code(chain):
     service(node).on_request(SimpleNamespace(ik_request=ik_request()), response)
     assert response.error_code.val == -31 and response.error_code.message == 'unreachable: why'
     assert response.error_code.source == 'ik_solver' and 'error code -31' in node.logged[-1]
+
+
+def test_compute_ik_over_dds_with_the_real_node():
+    """Where moveit_msgs is installed: the node's /compute_ik answers a MoveIt client (real process, real DDS)."""
+    srv = pytest.importorskip('moveit_msgs.srv', reason='moveit_msgs is not installed (not on PyPI)')
+    ros_fixtures = pytest.importorskip('ros_fixtures', reason='rclpy missing')
+    rclpy = ros_fixtures.rclpy
+    ros_fixtures.isolate_ros_domain()
+    rclpy.init()
+    process = ros_fixtures.start('ros.ik_node')
+    try:
+        node = rclpy.create_node('moveit_client')
+        client = node.create_client(srv.GetPositionIK, '/compute_ik')
+        assert client.wait_for_service(timeout_sec=90.0), process.output()
+        answers = {}
+        for name, x in (('reachable', 0.5), ('unreachable', 1.6)):
+            request = srv.GetPositionIK.Request()
+            request.ik_request.pose_stamped.header.frame_id = 'base_link'
+            request.ik_request.pose_stamped.pose.position.x = x
+            request.ik_request.pose_stamped.pose.position.z = 0.4
+            request.ik_request.pose_stamped.pose.orientation.x = 1.0
+            request.ik_request.pose_stamped.pose.orientation.w = 0.0
+            future = client.call_async(request)
+            rclpy.spin_until_future_complete(node, future, timeout_sec=10.0)
+            answers[name] = future.result()
+        assert answers['reachable'].error_code.val == 1
+        assert len(answers['reachable'].solution.joint_state.position) == 7
+        assert answers['unreachable'].error_code.val == -31
+        assert len(answers['unreachable'].solution.joint_state.name) == 0
+        node.destroy_node()
+    finally:
+        process.stop()
+        rclpy.try_shutdown()
