@@ -8,17 +8,17 @@ Three layers:
   joint_trajectory_controller (accept, succeed, preempt, reject, abort) behind the real rclpy ActionClient.
 """
 from dataclasses import dataclass, field
-import os
 import threading
 import time
 
-from builtin_interfaces.msg import Duration
+from builtin_interfaces.msg import Duration, Time
 from ik_solver.ros import controller as controller_module
 from ik_solver.ros.controller import ControllerError, ControllerInterface, REJECTED_CODE
 import numpy as np
 import pytest
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
+from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 NAMES = ['joint1', 'joint2', 'joint3']
@@ -51,9 +51,20 @@ class FakePublisher:
         self.sent.append(msg)
 
 
+class FakeClock:
+    def __init__(self):
+        self.nanoseconds = 1_000_000_000_000
+
+    def now(self):
+        return self
+
+
 class FakeNode:
     def __init__(self):
-        self.subscriptions, self.publishers, self.logger = {}, {}, FakeLogger()
+        self.subscriptions, self.publishers, self.logger, self.clock = {}, {}, FakeLogger(), FakeClock()
+
+    def get_clock(self):
+        return self.clock
 
     def create_subscription(self, msg_type, topic, callback, qos, callback_group=None):
         self.subscriptions[topic] = (msg_type, callback)
@@ -73,6 +84,7 @@ class FakeState:
 
     joint_names: list
     reference: JointTrajectoryPoint = field(default_factory=JointTrajectoryPoint)
+    header: Header = field(default_factory=Header)
 
 
 class FakeFuture:
@@ -174,11 +186,29 @@ def test_reference_is_reordered_to_our_joints_and_expires():
     assert interface.reference(max_age=0.01) is None
 
 
-def test_empty_velocities_and_accelerations_read_as_zeros():
+AT_REST = JointTrajectoryPoint(positions=[1.0, 2.0, 3.0], velocities=[0.0] * 3)
+
+
+def test_empty_accelerations_read_as_zeros_but_velocities_are_required():
     interface, node, _ = make()
+    state_callback(node)(FakeState(NAMES, AT_REST))
+    assert interface.reference(max_age=1.0).acceleration.tolist() == [0.0] * 3
+    # Without velocities a moving setpoint would look at rest: the move would start with a velocity jump.
     state_callback(node)(FakeState(NAMES, JointTrajectoryPoint(positions=[1.0, 2.0, 3.0])))
-    reference = interface.reference(max_age=1.0)
-    assert reference.velocity.tolist() == [0.0] * 3 and reference.acceleration.tolist() == [0.0] * 3
+    assert interface.reference(max_age=1.0) is None
+    assert node.logger.warnings == ['jtc/controller_state: reference velocities has 0 values for 3 joints; '
+                                    'not used as the start of moves']
+
+
+def test_stamped_reference_older_than_max_age_is_refused():
+    """The stamp counts against the node clock when set; an unstamped state is judged by its arrival alone."""
+    interface, node, _ = make()
+    now = node.clock.nanoseconds
+    for stamp_ns, usable in ((now - 50_000_000, True), (now - 300_000_000, False), (0, True)):
+        stamp = Time(sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9)
+        state_callback(node)(FakeState(NAMES, AT_REST, Header(stamp=stamp)))
+        assert (interface.reference(max_age=0.2) is not None) == usable, stamp_ns
+    assert len(node.logger.warnings) == 1 and 'stamped 0.300 s before now' in node.logger.warnings[0]
 
 
 @pytest.mark.parametrize('names,point,reason', [
@@ -186,13 +216,15 @@ def test_empty_velocities_and_accelerations_read_as_zeros():
     (NAMES + ['joint1'], JointTrajectoryPoint(positions=[0.0] * 4), 'duplicate joint names'),
     (NAMES, JointTrajectoryPoint(positions=[0.0, 0.0]), 'reference positions has 2 values for 3 joints'),
     (NAMES, JointTrajectoryPoint(positions=[0.0] * 3, velocities=[0.0]), 'reference velocities has 1 values'),
+    (NAMES, JointTrajectoryPoint(positions=[0.0] * 3, velocities=[0.0] * 3, accelerations=[0.0] * 2),
+     'reference accelerations has 2 values'),
     (NAMES, JointTrajectoryPoint(positions=[0.0, float('nan'), 0.0]), 'reference positions are not finite'),
     (NAMES, JointTrajectoryPoint(), 'reference positions has 0 values'),
 ])
 def test_unusable_states_are_not_used_and_warned_once(names, point, reason):
     interface, node, _ = make()
     callback = state_callback(node)
-    callback(FakeState(NAMES, JointTrajectoryPoint(positions=[1.0, 2.0, 3.0])))
+    callback(FakeState(NAMES, AT_REST))
     assert interface.reference(max_age=1.0) is not None
     callback(FakeState(names, point))
     callback(FakeState(names, point))
@@ -307,10 +339,11 @@ def test_absent_server_and_transport_errors_are_rejections():
 
 @pytest.fixture
 def ros_context():
-    """Yield a node factory: an rclpy context of its own on a private domain, an executor in a thread."""
-    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    """Yield a node factory: an rclpy context of its own on the tests' private domain, an executor in a thread."""
+    ros_fixtures = pytest.importorskip('ros_fixtures', reason='ik_solver_interfaces is not built')
+    ros_fixtures.isolate_ros_domain()   # the suite's one allocator (10-99), localhost discovery
     context = rclpy.Context()
-    rclpy.init(context=context, domain_id=100 + os.getpid() % 100)
+    rclpy.init(context=context)
     executor = MultiThreadedExecutor(num_threads=4, context=context)
     thread = threading.Thread(target=executor.spin, daemon=True)
     nodes = []
@@ -410,6 +443,7 @@ class FakeTrajectoryController:
 
     def _publish_state(self):
         msg = self.state_type(joint_names=list(reversed(self.names)))
+        msg.header.stamp = self.node.get_clock().now().to_msg()
         msg.reference = JointTrajectoryPoint(positions=[3.0, 2.0, 1.0], velocities=[0.3, 0.2, 0.1],
                                              accelerations=[0.0, 0.0, 0.0])
         self.state_pub.publish(msg)

@@ -70,7 +70,7 @@ class ControllerInterface:
         self._names = list(joint_names)
         self._on_event = on_event
         self._lock = threading.Lock()
-        self._latest = None          # (monotonic receipt time, MotionState) of the last usable state
+        self._latest = None          # (monotonic receipt time, header stamp s, MotionState) of the last usable state
         self._logged = set()         # reasons already logged: a bad state stream warns once per reason
         self._sequence = 0           # number of the last goal sent
         self._active = None          # (number, goal handle) of the newest accepted goal
@@ -95,19 +95,34 @@ class ControllerInterface:
     # -- state in ------------------------------------------------------------------------------
 
     def reference(self, max_age=0.1):
-        """Return the controller's setpoint state, a MotionState in our joint order, if it is max_age s fresh."""
+        """Return the controller's setpoint state, a MotionState in our joint order, if it is max_age s fresh.
+
+        Fresh means received within ``max_age`` s and, when the header stamp is set (non-zero), stamped at most
+        ``max_age`` s before the node's clock (sim time too): a delayed or replayed state is not where the
+        controller is now.
+        """
         with self._lock:
             latest = self._latest
         if latest is None or time.monotonic() - latest[0] > max_age:
             return None
-        state = latest[1]
+        _, stamp, state = latest
+        if stamp > 0.0:
+            age = self._node.get_clock().now().nanoseconds * 1e-9 - stamp
+            if age > max_age:
+                self._warn_once(f'reference stamped {age:.3f} s before now (more than {max_age} s)')
+                return None
         return MotionState(state.position.copy(), state.velocity.copy(), state.acceleration.copy())
 
     def _on_state(self, msg):
         state, problem = reference_state(msg, self._names)
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         with self._lock:
-            self._latest = None if state is None else (time.monotonic(), state)
-        if problem is not None and problem not in self._logged:
+            self._latest = None if state is None else (time.monotonic(), stamp, state)
+        if problem is not None:
+            self._warn_once(problem)
+
+    def _warn_once(self, problem):
+        if problem not in self._logged:
             self._logged.add(problem)
             self._node.get_logger().warning(f'{self.state_topic}: {problem}; not used as the start of moves')
 
@@ -188,9 +203,11 @@ class ControllerInterface:
 def reference_state(msg, names):
     """(MotionState of ``msg.reference`` in the order of ``names``, None) or (None, the reason it is unusable).
 
-    Positions are required; empty velocities or accelerations read as zeros (joint_trajectory_controller
-    fills them whenever it has them); any other length, a duplicate or missing joint, or a non-finite
-    value makes the whole state unusable.
+    Positions and velocities are required: a move planned from a moving setpoint as if it were at rest would
+    jump in velocity, so a state without velocities is unusable (the node falls back to its other sources).
+    Empty accelerations read as zeros: a wrong zero start acceleration costs a step in acceleration, never one
+    in velocity or position (joint_trajectory_controller fills them anyway).  Any other length, a duplicate or
+    missing joint, or a non-finite value makes the whole state unusable.
     """
     given = list(msg.joint_names)
     index = {name: i for i, name in enumerate(given)}
@@ -202,7 +219,7 @@ def reference_state(msg, names):
     order = [index[name] for name in names]
     point = msg.reference
     values = []
-    for field, required in (('positions', True), ('velocities', False), ('accelerations', False)):
+    for field, required in (('positions', True), ('velocities', True), ('accelerations', False)):
         array = np.asarray(getattr(point, field), dtype=float)
         if array.size == 0 and not required:
             values.append(np.zeros(len(names)))
