@@ -136,8 +136,8 @@ def echo_baseline(chain, trials):
 def bench_rate(chain, limits, rate, seconds, rng, loop='thread'):
     period = 1.0 / rate
     sim, servo = start_servo({'command_in_type': 'speed_units', 'publish_period': period, 'loop': loop},
-                             {'kinematic': True, 'publish_rate': 200.0}, prefix=f'bench_servo_{rate:g}')
-    client = ServoClient(chain.joint_names)
+                             {'kinematic': True, 'publish_rate': 50.0}, prefix=f'bench_servo_{rate:g}')
+    client = ServoClient(chain.joint_names, record=('tips', 'statuses'))   # a light client: no command lost
     commands = StampedCommands(client, 'forward_position_controller/commands')
     try:
         if not client.wait_ready(120.0):

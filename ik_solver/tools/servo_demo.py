@@ -35,6 +35,8 @@ from ..motion.servo import Status
 from ..ros.messages import matrix_to_pose, pose_to_matrix
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
+#: What a ServoClient records by default (each costs its executor time at the topic's rate).
+RECORDED = ('joints', 'tips', 'statuses', 'commands', 'violations')
 
 
 def servo_config():
@@ -63,7 +65,7 @@ class ServoClient(Node):
     """Talks to ik_servo_node as a teleop does and records what the arm and the servo do (monotonic stamps)."""
 
     def __init__(self, joint_names, command_topic='forward_position_controller/commands',
-                 command_type=Float64MultiArray, namespace=''):
+                 command_type=Float64MultiArray, namespace='', record=RECORDED):
         super().__init__('servo_client', namespace=namespace or '/')
         servo = 'ik_servo'
         self.joint_names = list(joint_names)
@@ -73,12 +75,15 @@ class ServoClient(Node):
         self.jog_pub = self.create_publisher(JointState, f'{servo}/delta_joint_cmds', 10)
         self.pose_pub = self.create_publisher(PoseStamped, f'{servo}/pose_target', 10)
         self.pause_client = self.create_client(SetBool, f'{servo}/pause')
-        self._record(JointState, 'joint_states', self.joints, self._joint_sample)
         self.stamped_tips = []   # (header stamp [s, ROS clock], 4x4): when the simulator measured each
-        self._record(PoseStamped, 'sim_arm/tip_pose', self.tips, self._tip_sample)
-        self._record(ServoStatus, f'{servo}/status', self.statuses, lambda m: m)
-        self._record(command_type, command_topic, self.commands, lambda m: m)
-        self._record(String, 'sim_arm/limit_violations', self.violations, lambda m: json.loads(m.data))
+        for name, msg_type, topic, log, convert in (
+                ('joints', JointState, 'joint_states', self.joints, self._joint_sample),
+                ('tips', PoseStamped, 'sim_arm/tip_pose', self.tips, self._tip_sample),
+                ('statuses', ServoStatus, f'{servo}/status', self.statuses, lambda m: m),
+                ('commands', command_type, command_topic, self.commands, lambda m: m),
+                ('violations', String, 'sim_arm/limit_violations', self.violations, lambda m: json.loads(m.data))):
+            if name in record:
+                self._record(msg_type, topic, log, convert)
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(self)
         self._thread = threading.Thread(target=self._executor.spin, daemon=True)
