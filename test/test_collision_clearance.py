@@ -58,7 +58,7 @@ def test_improve_clearance_keeps_the_pose_and_gains_distance(model):
         model.set_obstacles([])
 
 
-def test_no_pairs_and_no_gain(model):
+def test_no_pairs_and_no_gain():
     planar = CollisionModel(str(ROOT / 'urdf' / 'planar3.urdf'), 'base_link', 'tool0', srdf='<robot name="p">'
                             '<disable_collisions link1="link1" link2="link3" reason="Never"/></robot>')
     distance, gradient, pair = planar.distance_gradient(np.zeros(3))

@@ -3,7 +3,6 @@
 Every returned solution is re-checked by a second CollisionModel (padding 0)
 and by the chain's own forward kinematics.
 """
-import inspect
 import pathlib
 
 from ik_solver import IKSolver
@@ -19,10 +18,8 @@ IK7_SRDF = str(ROOT / 'config' / 'ik7.srdf')
 INTO_BASE = np.array([0.088, 1.781, 0.071, -2.056, -0.129, 1.562, 0.964])
 #: A free configuration whose elbow (link4's origin) is well away from the tool.
 ELBOW_OUT = np.array([0.3, 0.6, 0.4, 1.2, 0.2, 0.8, 0.1])
-TIMEOUT = 0.3
-
-pytestmark = pytest.mark.skipif('collision' not in inspect.signature(IKSolver).parameters,
-                                reason='IKSolver has no collision hook yet (contract H2)')
+#: Wall-clock budget per solve (s): generous for a shared machine; successful solves return early.
+TIMEOUT = 1.0
 
 
 @pytest.fixture(scope='module')

@@ -182,7 +182,7 @@ def test_mimic_and_continuous_joints_follow_the_chain():
             np.testing.assert_allclose(placement.homogeneous, chain.fk(q, link), atol=1e-9)
 
 
-def test_obstacles_in_a_link_frame_and_errors(ik7_model):
+def test_obstacles_in_a_link_frame_and_errors():
     model = CollisionModel(IK7, 'base_link', 'tool0')
     # A ball fixed to link7 moves with the hand: no pair with link7 itself, but it meets the forearm when folded.
     model.set_obstacles([make_obstacle('held', 'sphere', [0.03], [0, 0, 0.1], frame='link7')])

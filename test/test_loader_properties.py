@@ -3,9 +3,11 @@
 The models are random mutations of one valid URDF that has every joint kind (revolute, continuous,
 prismatic, fixed, mimic, a side branch): attributes set to NaN, inf, huge, empty or garbage values or to
 other link names (rewiring, cycles, two parents), elements removed or duplicated, joint types changed.
-Invariants: ``load_chain`` returns a Chain or raises a ModelError, within 1 s for URDF text (within the
-xacro timeout for xacro text, which runs in a bounded child process); a chain that loads gives finite
-poses and Jacobians for every finite joint position within the model bound.
+Invariants: ``load_chain`` returns a Chain or raises a ModelError, within 1 s of CPU time for URDF text
+(within the xacro timeout for xacro text, which runs in a bounded child process); a chain that loads gives
+finite poses and Jacobians for every finite joint position within the model bound.  In-process loads are
+timed by CPU time (``time.process_time``), which a loaded machine does not stretch; wall-clock bounds are
+generous hang guards only.
 """
 import copy
 import signal
@@ -59,7 +61,8 @@ OPERATIONS = ('set', 'number', 'number', 'remove', 'duplicate', 'rewire', 'retyp
 MUTATIONS = st.lists(st.tuples(st.sampled_from(OPERATIONS), st.integers(0, 10 ** 6), st.integers(0, 10 ** 6),
                                VALUES), min_size=1, max_size=4)
 URDF_SECONDS = 1.0
-HANG_SECONDS = 5
+#: Wall-clock hang guard (s): far above any honest load on a shared machine, far below a hang.
+HANG_SECONDS = 30
 
 
 def mutate(mutations):
@@ -98,13 +101,13 @@ def _hang(signum, frame):
 
 
 def load_timed(text):
-    """(chain or None, elapsed seconds); any exception other than ModelError propagates and fails the test.
+    """(chain or None, CPU seconds, wall seconds); any exception other than ModelError fails the test.
 
     An alarm turns a hang (the cyclic walk of issue 7) into a failure instead of a stuck test run.
     """
     previous = signal.signal(signal.SIGALRM, _hang)
     signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
-    start = time.monotonic()
+    start, cpu = time.monotonic(), time.process_time()
     try:
         chain = load_chain(text, 'base', 'tip')
     except ModelError:
@@ -112,7 +115,7 @@ def load_timed(text):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    return chain, time.monotonic() - start
+    return chain, time.process_time() - cpu, time.monotonic() - start
 
 
 def assert_finite_kinematics(chain, q):
@@ -122,15 +125,15 @@ def assert_finite_kinematics(chain, q):
 
 
 def test_the_unmutated_model_loads():
-    chain, _ = load_timed(mutate([]))
+    chain, _, _ = load_timed(mutate([]))
     assert chain is not None and chain.joint_names == ['j1', 'p1', 'c1']
 
 
 @settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutations=MUTATIONS, data=st.data())
 def test_any_urdf_text_loads_or_is_refused_within_a_second(mutations, data):
-    chain, elapsed = load_timed(mutate(mutations))
-    assert elapsed < URDF_SECONDS, f'{elapsed:.3f} s'
+    chain, cpu, _ = load_timed(mutate(mutations))
+    assert cpu < URDF_SECONDS, f'{cpu:.3f} s'
     if chain is not None:
         q = data.draw(arrays(float, chain.n, elements=st.floats(-MAX_MAGNITUDE, MAX_MAGNITUDE)))
         assert_finite_kinematics(chain, q)
@@ -139,8 +142,8 @@ def test_any_urdf_text_loads_or_is_refused_within_a_second(mutations, data):
 @settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.one_of(st.text(max_size=400), st.text(alphabet='<>/="robtlinkjcd ', max_size=400)))
 def test_any_text_at_all_loads_or_is_refused_within_a_second(text):
-    chain, elapsed = load_timed(text)
-    assert chain is None and elapsed < URDF_SECONDS, f'{elapsed:.3f} s'
+    chain, cpu, _ = load_timed(text)
+    assert chain is None and cpu < URDF_SECONDS, f'{cpu:.3f} s'
 
 
 @settings(max_examples=12, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -148,23 +151,25 @@ def test_any_text_at_all_loads_or_is_refused_within_a_second(text):
 def test_any_xacro_text_loads_or_is_refused_within_the_xacro_timeout(mutations):
     text = mutate(mutations).replace('<robot ', '<robot xmlns:xacro="http://www.ros.org/wiki/xacro" ', 1)
     text = text.replace('>', '><xacro:property name="used" value="1"/>', 1)   # so that xacro really runs
-    chain, elapsed = load_timed(text)
-    assert elapsed < urdf.XACRO_TIMEOUT + URDF_SECONDS, f'{elapsed:.3f} s'
+    chain, _, elapsed = load_timed(text)   # xacro runs in a child: the wall clock, with room for its start
+    assert elapsed < urdf.XACRO_TIMEOUT + 5.0, f'{elapsed:.3f} s'
     if chain is not None:
         assert_finite_kinematics(chain, np.zeros(chain.n))
 
 
-@pytest.mark.parametrize('expression,match', [
-    ('${9**9**9}', 'did not finish within 1 s'),   # CPU: a never-ending big-integer power
-    ('${[0]*10**9}', 'when evaluating'),           # memory: refused by the child's address-space bound
+@pytest.mark.parametrize('expression,timeout,match', [
+    ('${9**9**9}', 1.0, 'did not finish within 1 s'),   # CPU: a never-ending big-integer power
+    # Memory: refused by the child's address-space bound.  The default timeout: under load the child's start
+    # alone can take a second, and this case must fail by the bound, not by the clock.
+    ('${[0]*10**9}', urdf.XACRO_TIMEOUT, 'when evaluating'),
 ])
-def test_hostile_xacro_expressions_are_bounded(monkeypatch, expression, match):
-    monkeypatch.setattr(urdf, 'XACRO_TIMEOUT', 1.0)
+def test_hostile_xacro_expressions_are_bounded(monkeypatch, expression, timeout, match):
+    monkeypatch.setattr(urdf, 'XACRO_TIMEOUT', timeout)
     text = f'<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro"><link name="{expression}"/></robot>'
     start = time.monotonic()
     with pytest.raises(URDFParseError, match=match):
         load_chain(text, 'base', 'tip')
-    assert time.monotonic() - start < 1.0 + URDF_SECONDS
+    assert time.monotonic() - start < timeout + 5.0   # wall clock: a hang guard with room for the child's start
 
 
 LOL = ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa">'
@@ -184,7 +189,7 @@ LINKS_1001 = '<robot name="r">' + ''.join(f'<link name="l{i}"/>' for i in range(
     ('no robot here', 'file not found'),
 ])
 def test_hostile_xml_is_refused_quickly(text, match):
-    start = time.monotonic()
+    start = time.process_time()
     with pytest.raises(ModelError, match=match):
         load_chain(text, 'base', 'tip')
-    assert time.monotonic() - start < 5 * URDF_SECONDS   # generous: these texts are large, the machine shared
+    assert time.process_time() - start < 5 * URDF_SECONDS   # CPU time; generous: these texts are large
