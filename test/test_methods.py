@@ -1,6 +1,7 @@
 """The step methods on closed-form cases, including the seed's singular worked example."""
 from ik_solver.core.methods import (adaptive_damping, adaptive_dls_step, dls_step, lm_step, method_id,
-                                    nullspace_projector, pinv_step, transpose_step)
+                                    nullspace_projector, pinv_step, smallest_singular_value, symmetric_eigen,
+                                    transpose_step)
 import numpy as np
 import pytest
 
@@ -85,3 +86,19 @@ def test_nullspace_projector_leaves_task_unchanged(rng):
 def test_unknown_method_name():
     with pytest.raises(ValueError, match="unknown IK method 'newton'.*transpose"):
         method_id('newton')
+
+
+@pytest.mark.parametrize('shape', [(6, 7), (6, 6), (3, 7), (6, 3)])
+def test_jacobi_eigen_and_smallest_singular_value_match_lapack(rng, shape):
+    J = rng.normal(size=shape)
+    w, V = symmetric_eigen(J @ J.T)
+    np.testing.assert_allclose(np.sort(w), np.linalg.eigvalsh(J @ J.T), atol=1e-10)
+    np.testing.assert_allclose(V @ np.diag(w) @ V.T, J @ J.T, atol=1e-10)
+    exact = np.linalg.svd(J, compute_uv=False)[-1]
+    assert exact - 1e-12 <= smallest_singular_value(J) <= exact * 1.02   # an estimate, never below
+
+
+def test_nullspace_projector_matches_pseudo_inverse(rng):
+    J = rng.normal(size=(6, 7))
+    J[5] = 0.0   # a masked row
+    np.testing.assert_allclose(nullspace_projector(J, 1e-6), np.eye(7) - np.linalg.pinv(J) @ J, atol=1e-10)

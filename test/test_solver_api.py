@@ -24,7 +24,7 @@ def test_masked_axes_report_true_errors(ik7, rng):
     q = ik7.random_configuration(rng)
     position = ik7.fk(q)[:3, 3]
     target = make_pose(position, [1.0, 0.0, 0.0, 0.0])   # an orientation far from most solutions
-    result = IKSolver(ik7).solve(target, weights=(1, 1, 1, 0, 0, 0))
+    result = IKSolver(ik7, timeout=0.5).solve(target, weights=(1, 1, 1, 0, 0, 0))
     assert result.success
     true_position, true_rotation = pose_error(target, ik7.fk(result.joints))
     assert result.position_error == pytest.approx(true_position, abs=1e-12)
@@ -32,7 +32,7 @@ def test_masked_axes_report_true_errors(ik7, rng):
     assert result.task_error < 1e-5 * np.sqrt(3)
     # Orientation only: the position error is the true distance, far from zero.
     far = make_pose(position + [0.3, 0.0, 0.0], ik7.fk(q)[:3, :3])
-    result = IKSolver(ik7, orientation_only=True).solve(far, q)
+    result = IKSolver(ik7, timeout=0.5, orientation_only=True).solve(far, q)
     assert result.success and result.orientation_error < 1e-5
     assert result.position_error == pytest.approx(pose_error(far, ik7.fk(result.joints))[0], abs=1e-12)
     assert result.position_error > 0.1
@@ -41,7 +41,7 @@ def test_masked_axes_report_true_errors(ik7, rng):
 def test_position_only_spellings_agree(ik7, rng):
     q = ik7.random_configuration(rng)
     p = ik7.fk(q)[:3, 3]
-    solver = IKSolver(ik7)
+    solver = IKSolver(ik7, timeout=0.5)
     a = solver.solve(p)                                   # a 3-vector target means position only
     b = solver.solve(make_pose(p), position_only=True)
     c = solver.solve(make_pose(p), weights=(1, 1, 1, 0, 0, 0))
@@ -76,7 +76,7 @@ def test_success_and_reason_agree_over_random_solves(ik7, rng):
 
 def test_reach_check_respects_the_mask(planar3):
     # The planar arm cannot leave z = 0, but with z free a target 10 m above the plane is reachable.
-    result = IKSolver(planar3, weights=(1, 1, 0, 0, 0, 0)).solve(make_pose([0.6, 0.5, 10.0]))
+    result = IKSolver(planar3, timeout=0.5, weights=(1, 1, 0, 0, 0, 0)).solve(make_pose([0.6, 0.5, 10.0]))
     assert result.success, result.message
     assert result.position_error == pytest.approx(10.0, abs=1e-4)
 
@@ -176,7 +176,7 @@ def test_strided_and_read_only_arrays_are_accepted(ik7, rng):
     seed = np.repeat(q, 2)[::2]
     seed_ro = q.copy()
     seed_ro.flags.writeable = False
-    solver = IKSolver(ik7)
+    solver = IKSolver(ik7, timeout=0.5)
     for target, s in ((T, seed), (T, seed_ro)):
         result = solver.solve(target, s)
         assert result.success and result.elapsed < 0.05

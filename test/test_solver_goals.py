@@ -45,7 +45,7 @@ def test_base_frame_weights_cannot_free_the_tool_spin(panda, rng):
     q = panda.random_configuration(rng)
     q[5] = 2.0   # tool axis well away from the base z axis
     target = _drill_target(panda, q, 1.0)
-    result = IKSolver(panda, weights=(1, 1, 1, 1, 1, 0)).solve(target, q)
+    result = IKSolver(panda, weights=(1, 1, 1, 1, 1, 0), timeout=0.05).solve(target, q)
     assert result.success
     assert _axis_angle(panda.fk(result.joints)[:3, 2], target[:3, 2]) > 1e-3
 
@@ -53,8 +53,8 @@ def test_base_frame_weights_cannot_free_the_tool_spin(panda, rng):
 def test_position_only_in_target_frame_matches_base_frame(ik7, rng):
     for q in ik7.random_configuration(rng, 10):
         target = make_pose(ik7.fk(q)[:3, 3], [0.3, -0.2, 0.5, 0.6])
-        base = IKSolver(ik7, position_only=True).solve(target)
-        tool = IKSolver(ik7, position_only=True, weights_frame='target').solve(target)
+        base = IKSolver(ik7, timeout=0.5, position_only=True).solve(target)
+        tool = IKSolver(ik7, timeout=0.5, position_only=True, weights_frame='target').solve(target)
         assert base.success and tool.success
         np.testing.assert_allclose(tool.joints, base.joints, atol=1e-6)
 
@@ -65,7 +65,7 @@ def test_position_bounds_hold_in_the_target_frame(ik7, rng):
         T = ik7.fk(q)
         target = T.copy()
         target[:3, 3] += 0.015 * T[:3, 0] + 0.001 * T[:3, 1]   # 1.5 cm along tool x, 1 mm along tool y
-        result = IKSolver(ik7, bounds=bounds).solve(target, q)
+        result = IKSolver(ik7, timeout=0.5, bounds=bounds).solve(target, q)
         assert result.success, result.message
         offset = target[:3, :3].T @ (ik7.fk(result.joints)[:3, 3] - target[:3, 3])
         assert abs(offset[0]) <= 0.02 + 1e-9

@@ -42,8 +42,8 @@ def method_id(name):
 
 
 @njit(cache=True)
-def solve_spd(A, b):
-    """Solve A x = b for a symmetric positive definite A by Cholesky (small n, no LAPACK call)."""
+def cholesky(A, floor=1e-300):
+    """Lower Cholesky factor of a symmetric positive (semi)definite A; pivots below ``floor`` are raised to it."""
     n = A.shape[0]
     L = np.zeros((n, n))
     for i in range(n):
@@ -52,9 +52,16 @@ def solve_spd(A, b):
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             if i == j:
-                L[i, i] = np.sqrt(max(s, 1e-300))
+                L[i, i] = np.sqrt(max(s, floor))
             else:
                 L[i, j] = s / L[j, j]
+    return L
+
+
+@njit(cache=True)
+def cholesky_solve(L, b):
+    """Solve L L^T x = b by forward and back substitution."""
+    n = L.shape[0]
     y = np.empty(n)
     for i in range(n):
         s = b[i]
@@ -68,6 +75,12 @@ def solve_spd(A, b):
             s -= L[k, i] * x[k]
         x[i] = s / L[i, i]
     return x
+
+
+@njit(cache=True)
+def solve_spd(A, b):
+    """Solve A x = b for a symmetric positive definite A by Cholesky (small n, no LAPACK call)."""
+    return cholesky_solve(cholesky(A), b)
 
 
 @njit(cache=True)
@@ -171,14 +184,135 @@ def step(method, J, e, fp):
 
 
 @njit(cache=True)
+def symmetric_eigen(A, vectors=True, sweeps=12):
+    """Eigenvalues and eigenvectors (columns) of a small symmetric matrix by cyclic Jacobi rotations.
+
+    For the 6 x 6 Gram matrices of a Jacobian this is cheaper than a LAPACK
+    SVD call from numba, and accurate to rounding (Numerical Recipes' update).
+    """
+    k = A.shape[0]
+    A = A.copy()
+    V = np.eye(k)
+    for _ in range(sweeps):
+        off = 0.0
+        scale = 0.0
+        for i in range(k):
+            scale += A[i, i] * A[i, i]
+            for j in range(i + 1, k):
+                off += A[i, j] * A[i, j]
+        if off <= 1e-26 * scale or off < 1e-300:
+            break
+        for p in range(k - 1):
+            for q in range(p + 1, k):
+                apq = A[p, q]
+                if abs(apq) < 1e-300:
+                    continue
+                theta = 0.5 * (A[q, q] - A[p, p]) / apq
+                t = (1.0 if theta >= 0.0 else -1.0) / (abs(theta) + np.sqrt(theta * theta + 1.0))
+                c = 1.0 / np.sqrt(t * t + 1.0)
+                s = t * c
+                A[p, p] -= t * apq
+                A[q, q] += t * apq
+                A[p, q] = 0.0
+                A[q, p] = 0.0
+                for r in range(k):
+                    if r != p and r != q:
+                        arp = A[r, p]
+                        arq = A[r, q]
+                        A[r, p] = c * arp - s * arq
+                        A[p, r] = A[r, p]
+                        A[r, q] = s * arp + c * arq
+                        A[q, r] = A[r, q]
+                if vectors:
+                    for r in range(k):
+                        vrp = V[r, p]
+                        vrq = V[r, q]
+                        V[r, p] = c * vrp - s * vrq
+                        V[r, q] = s * vrp + c * vrq
+    w = np.empty(k)
+    for i in range(k):
+        w[i] = A[i, i]
+    return w, V
+
+
+@njit(cache=True)
+def _gram(J):
+    """J J^T if J is wide, else J^T J: the smaller Gram matrix (explicit loops: no BLAS call overhead)."""
+    m, n = J.shape
+    wide = m <= n
+    k, inner = (m, n) if wide else (n, m)
+    G = np.empty((k, k))
+    for i in range(k):
+        for j in range(i + 1):
+            s = 0.0
+            for r in range(inner):
+                s += J[i, r] * J[j, r] if wide else J[r, i] * J[r, j]
+            G[i, j] = s
+            G[j, i] = s
+    return G
+
+
+@njit(cache=True)
+def smallest_singular_value(J, iterations=8):
+    """Estimate of the smallest of the min(m, n) singular values of J, for the solver's stall diagnosis.
+
+    Inverse iteration on the smaller Gram matrix G: the Rayleigh quotient is
+    never below lambda_min(G) and its excess shrinks with the eigenvalue ratios
+    (about 2 % at worst after 8 iterations), far cheaper than an SVD.
+    """
+    G = _gram(J)
+    k = G.shape[0]
+    trace = 0.0
+    for i in range(k):
+        trace += G[i, i]
+    if trace <= 0.0:
+        return 0.0
+    L = cholesky(G, 1e-32 * trace)
+    x = np.empty(k)
+    inverse = np.empty(k)
+    for i in range(k):
+        x[i] = 1.0 + 0.37 * i
+        inverse[i] = 1.0 / L[i, i]
+    for _ in range(iterations):   # x <- normalised G^-1 x, in place
+        for i in range(k):
+            s = x[i]
+            for j in range(i):
+                s -= L[i, j] * x[j]
+            x[i] = s * inverse[i]
+        norm = 0.0
+        for i in range(k - 1, -1, -1):
+            s = x[i]
+            for j in range(i + 1, k):
+                s -= L[j, i] * x[j]
+            x[i] = s * inverse[i]
+            norm += x[i] * x[i]
+        norm = np.sqrt(norm)
+        for i in range(k):
+            x[i] /= norm
+    quotient = 0.0
+    for i in range(k):
+        for j in range(k):
+            quotient += x[i] * G[i, j] * x[j]
+    return np.sqrt(max(quotient, 0.0))
+
+
+@njit(cache=True)
 def nullspace_projector(J, cutoff):
-    """N = I - J^+ J: joint motions that leave the task unchanged (to first order)."""
+    """N = I - J^+ J: joint motions that leave the task unchanged (to first order).
+
+    J^+ J = sum v_i v_i^T over the right singular vectors with sigma_i > cutoff,
+    v_i = J^T u_i / sigma_i from the eigenvectors u_i of J J^T.
+    """
     n = J.shape[1]
-    _, s, Vt = np.linalg.svd(J, full_matrices=True)
+    w, U = symmetric_eigen(J @ J.T)
     N = np.eye(n)
-    for i in range(s.shape[0]):
-        if s[i] > cutoff:
+    for i in range(w.shape[0]):
+        if w[i] > cutoff * cutoff:
+            v = np.zeros(n)
+            for r in range(J.shape[0]):
+                v += U[r, i] * J[r]
+            v /= np.sqrt(w[i])
             for r in range(n):
                 for c in range(n):
-                    N[r, c] -= Vt[i, r] * Vt[i, c]
+                    N[r, c] -= v[r] * v[c]
     return N

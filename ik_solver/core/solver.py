@@ -27,7 +27,7 @@ import numpy as np
 
 from . import kinematics as kin
 from .clock import monotonic
-from .methods import method_id, METHOD_NAMES, step
+from .methods import method_id, METHOD_NAMES, smallest_singular_value, step
 from .nullspace import NS_SETTLED, NullspaceGoals, pole_side, secondary_step, weighted_manipulability
 from .transforms import check_pose, pose_defect, rotation_error
 
@@ -70,8 +70,8 @@ IP_MAX_ITER, IP_PATIENCE, IP_NS_ITERS, IP_ELBOW, IP_MAX_ATTEMPTS, IP_MODE, IP_TA
 IP_SIZE = 11
 # Layout of the search report.
 (RP_ATTEMPTS, RP_ITERS, RP_BEST_ERR, RP_BEST_SIGMA, RP_BEST_STATUS, RP_CHOSEN, RP_SCORE, RP_POS, RP_ROT,
- RP_TASK, RP_SIGMA, RP_REASON, RP_DISTANCE, RP_POLE_SIDE, RP_JUMP) = range(15)
-RP_SIZE = 15
+ RP_TASK, RP_REASON, RP_DISTANCE, RP_POLE_SIDE, RP_JUMP) = range(14)
+RP_SIZE = 14
 # Rows of the work array: current q, best failed attempt, candidate, chosen solution.
 W_Q, W_BEST, W_CAND, W_CHOSEN = range(4)
 
@@ -189,11 +189,12 @@ class IKResult:
     """Outcome of one solve.
 
     ``joints`` is never NaN and always within the limits: on failure it holds
-    the best approximation found (for 'collision' and 'invalid_input': the seed).
+    the best approximation found (for 'collision': the seed).
     ``position_error`` (m) and ``orientation_error`` (rad) are the TRUE errors of
     ``joints`` on all axes, whatever the weights; ``task_error`` is the weighted,
     masked error convergence used (sqrt(sum w_i e_i^2), after bounds).
-    ``sigma_min`` is the smallest singular value of the task Jacobian at ``joints``.
+    ``sigma_min``, the smallest singular value of the task Jacobian at ``joints``
+    (masked rows left out), is computed exactly (SVD) when first read.
     """
 
     success: bool
@@ -205,13 +206,22 @@ class IKResult:
     elapsed: float
     reason: str = REASON_OK
     message: str = ''
-    sigma_min: float = float('nan')
     task_error: float = float('nan')
+    _task: tuple = field(default=None, repr=False, compare=False)   # (chain arrays, target, fp, ip)
+    _sigma: float = field(default=float('nan'), repr=False, compare=False)
+
+    @property
+    def sigma_min(self):
+        """Smallest singular value of the task Jacobian at ``joints``: the distance to a singularity."""
+        if self._sigma != self._sigma and self._task is not None:
+            chain, T, fp, ip = self._task
+            self._sigma = float(_exact_sigma(np.ascontiguousarray(self.joints, dtype=float), chain, T, fp, ip))
+        return self._sigma
 
 
 @dataclass
 class BatchResult:
-    """Outcome of ``solve_batch``: one row per item."""
+    """Outcome of ``solve_batch``: one row per item (``sigma_min`` computed when first read)."""
 
     joints: np.ndarray              # (B, n)
     success: np.ndarray             # (B,) bool
@@ -219,12 +229,21 @@ class BatchResult:
     orientation_error: np.ndarray   # (B,) true, rad
     task_error: np.ndarray          # (B,)
     iterations: np.ndarray          # (B,) int
-    sigma_min: np.ndarray           # (B,)
     reasons: list                   # B strings
     elapsed: float                  # s, whole batch
+    _task: tuple = field(default=None, repr=False, compare=False)
+    _sigma: np.ndarray = field(default=None, repr=False, compare=False)
 
     def __len__(self):
         return len(self.reasons)
+
+    @property
+    def sigma_min(self):
+        """(B,) smallest singular values of the task Jacobians at ``joints``."""
+        if self._sigma is None:
+            chain, targets, fp, ip = self._task
+            self._sigma = np.array([_exact_sigma(q, chain, T, fp, ip) for q, T in zip(self.joints, targets)])
+        return self._sigma
 
 
 @njit(cache=True)
@@ -306,6 +325,24 @@ def _sigma_min(Jw, fp):
     for r in range(6):
         m += fp[FP_SW + r] > 0.0
     A = np.empty((m, Jw.shape[1]))
+    k = 0
+    for r in range(6):
+        if fp[FP_SW + r] > 0.0:
+            A[k] = Jw[r]
+            k += 1
+    return smallest_singular_value(A)
+
+
+@njit(cache=True)
+def _exact_sigma(q, chain, T, fp, ip):
+    """Smallest singular value (LAPACK SVD) of the task rows of the Jacobian at q, for a result."""
+    ws = _workspace(chain[2].shape[0], q.shape[0])
+    kin.frames(q, *chain, ws[0], ws[1], ws[2])
+    Jw = _task_jacobian(chain, np.ascontiguousarray(T[:3, :3]), fp, ip, ws)
+    rows = 0
+    for r in range(6):
+        rows += fp[FP_SW + r] > 0.0
+    A = np.empty((rows, Jw.shape[1]))
     k = 0
     for r in range(6):
         if fp[FP_SW + r] > 0.0:
@@ -500,7 +537,6 @@ def _conclude(seed, chain, lower, upper, Rt, pt, fp, ip, work, report, q_out):
     report[RP_POS] = np.sqrt(d @ d)
     w = rotation_error(Rt, R_out[n])
     report[RP_ROT] = np.sqrt(w @ w)
-    report[RP_SIGMA] = _sigma_min(_task_jacobian(chain, Rt, fp, ip, ws), fp)
     report[RP_REASON] = reason
 
 
@@ -676,7 +712,7 @@ class IKSolver:
             self._raise_seed(seed, code)
         if code < 0:
             return self._collision_search(T, seed, plan, deadline, rng, work, report, q_out, start)
-        return self._result(report, q_out, plan, start)
+        return self._result(report, q_out, T, plan, start)
 
     def solve_batch(self, targets, seeds=None, **overrides):
         """Solve many targets (B x 4 x 4, or B x 3 position-only), or one target from many seeds (seeds B x n).
@@ -704,8 +740,8 @@ class IKSolver:
                     codes[b] = R_COLLISION
                     Q[b] = np.clip(seeds[b], self.chain.lower, self.chain.upper)
         return BatchResult(Q, codes == R_SUCCESS, reports[:, RP_POS], reports[:, RP_ROT], reports[:, RP_TASK],
-                           reports[:, RP_ITERS].astype(np.int64), reports[:, RP_SIGMA],
-                           [REASONS[c] for c in codes], time.perf_counter() - start)
+                           reports[:, RP_ITERS].astype(np.int64), [REASONS[c] for c in codes],
+                           time.perf_counter() - start, (self._kin, targets, plan.fp, plan.ip))
 
     def warm_up(self):
         """Load every kernel, the parallel batch one included (construction loads the single-solve ones)."""
@@ -721,7 +757,7 @@ class IKSolver:
 
     def _plan_for(self, overrides):
         try:
-            key = tuple(sorted(overrides.items()))
+            key = tuple(overrides.items())   # keyword order matters for the key only, not the plan
             plan = self._plans.get(key)
         except TypeError:   # an unhashable value (a NullspaceGoals, a list): no caching
             key, plan = None, None
@@ -870,14 +906,14 @@ class IKSolver:
             work[W_BEST] = clamped
             report[RP_BEST_ERR] = np.inf
         _conclude(clamped, self._kin, *self._limits, Rt, pt, plan.fp, plan.ip, work, report, q_out)
-        result = self._result(report, q_out, plan, start)
+        result = self._result(report, q_out, T, plan, start)
         if not result.success and collided:
             result.reason = REASON_COLLISION
             result.message = (f'{collided} solution(s) found, all in collision; the best one collides '
                               f'{best_pair[0]} with {best_pair[1]}; returning the seed')
         return result
 
-    def _result(self, report, q, plan, start):
+    def _result(self, report, q, T, plan, start):
         reason = int(report[RP_REASON])
         success = reason == R_SUCCESS
         attempts = int(report[RP_ATTEMPTS])
@@ -886,7 +922,7 @@ class IKSolver:
             message = 'no solution with the elbow on the pole side was found within the timeout'
         return IKResult(success, q, float(report[RP_POS]), float(report[RP_ROT]), int(report[RP_ITERS]),
                         max(attempts - 1, 0), time.perf_counter() - start, REASONS[reason], message,
-                        float(report[RP_SIGMA]), float(report[RP_TASK]))
+                        float(report[RP_TASK]), (self._kin, T, plan.fp, plan.ip))
 
     def _message(self, reason, report, opts):
         attempts = int(report[RP_ATTEMPTS])

@@ -4,13 +4,19 @@ For each robot: N random joint vectors within the limits (fixed RNG seed),
 targets = their FK, every solve seeded at the middle of the limits with a
 wall-clock budget; a solve counts only if its own FK check gives < 1e-5 m and
 < 1e-4 rad within the limits.  Prints success, median / mean / p95 time per
-solve and mean iterations.  ``--tracking`` follows a smooth path seeded with
-the previous solution.  Where roboticstoolbox-python is installed, its C++
-``ik_LM`` solves the same targets in the same run.
+solve and mean iterations.  Tracking follows a smooth path seeded with the
+previous solution.  Where roboticstoolbox-python is installed, its C++
+``ik_LM`` solves the same targets (and the same path) in the same run, so
+ratios hold on a shared machine.  Then the compiled batch (solves/s with the
+protocol's mid-limit seeds and with warm seeds), the cost of a per-call
+override, and a fresh process's construction time and first solve.
+``--overrun N`` instead runs N random solves with random (legal, heavy)
+options and reports how far each overran its timeout.
 
-    python -m ik_solver.bench                       # all robots, N = 1000
-    python -m ik_solver.bench --robots panda --methods lm dls -n 200
-    python -m ik_solver.bench --urdf my.urdf --base base_link --tip tool0
+    python -m ik_solver.tools.bench                       # all robots, N = 1000
+    python -m ik_solver.tools.bench --robots panda --methods lm dls -n 200
+    python -m ik_solver.tools.bench --urdf my.urdf --base base_link --tip tool0
+    python -m ik_solver.tools.bench --robots ik7 --overrun 200000
 """
 import argparse
 import glob
@@ -26,6 +32,7 @@ from .resources import arm_files
 from ..core.chain import load_chain
 from ..core.kinematics import PRISMATIC
 from ..core.methods import METHOD_NAMES
+from ..core.nullspace import NullspaceGoals
 from ..core.solver import IKSolver
 from ..core.transforms import make_pose, pose_error
 
@@ -133,8 +140,8 @@ def bench_rtb(chain, targets, timeout):
     return summarize('rtb ik_LM', ok, times) + f'   (FK agreement {drift:.1e})', np.median(times)
 
 
-def tracking(chain, timeout, rng, points=1000):
-    """Follow a figure-eight (0.1 m) at a fixed orientation, each solve seeded with the previous solution.
+def tracking_path(chain, rng, points=1000):
+    """(start q, targets) of a figure-eight (0.1 m) at a fixed orientation.
 
     It starts from the best-conditioned of 200 poses in the middle half of every
     joint's range, so that a continuous solution along the path exists.
@@ -145,31 +152,112 @@ def tracking(chain, timeout, rng, points=1000):
     T0 = chain.fk(q0)
     angle = np.linspace(0, 2 * np.pi, points)
     offsets = 0.1 * np.stack([np.sin(angle), 0.5 * np.sin(2 * angle), np.zeros_like(angle)], axis=1)
-    solver = IKSolver(chain, timeout=timeout)
+    return q0, [make_pose(T0[:3, 3] + T0[:3, :3] @ d, T0[:3, :3]) for d in offsets]
+
+
+def follow(chain, q0, targets, solve):
+    """Solve each target seeded with the previous solution; ``solve(T, q) -> (ok, q)``."""
     q, ok, times, jumps = q0, [], [], []
-    for d in offsets:
-        T = make_pose(T0[:3, 3] + T0[:3, :3] @ d, T0[:3, :3])
+    for T in targets:
         start = time.perf_counter()
-        result = solver.solve(T, q)
+        success, joints = solve(T, q)
         times.append(time.perf_counter() - start)
-        ok.append(result.success and passes_check(chain, result.joints, T))
-        jumps.append(np.abs(result.joints - q).max())
-        if result.success:
-            q = result.joints
-    return (f"{'tracking':<14} {100 * np.mean(ok):8.2f} {np.median(times) * 1e6:10.1f} "
-            f'{np.mean(times) * 1e6:10.1f}   largest joint step {max(jumps):.3f} rad, '
-            f'{int(np.sum(np.array(jumps) > 0.5))} jumps > 0.5 rad')
+        ok.append(success and passes_check(chain, joints, T))
+        jumps.append(np.abs(joints - q).max())
+        if success:
+            q = joints
+    return np.array(ok), np.array(times), np.array(jumps)
 
 
-def cold_start(urdf, base, tip):
-    """Seconds from a fresh interpreter to the end of its first solve (numba cache warm)."""
+def tracking(chain, timeout, rng):
+    """Tracking rows for ours and (where installed) rtb ik_LM on the same path, and the median ratio."""
+    q0, targets = tracking_path(chain, rng)
+    solver = IKSolver(chain, timeout=timeout)
+
+    def ours(T, q):
+        result = solver.solve(T, q)
+        return result.success, result.joints
+
+    runs = {'tracking': follow(chain, q0, targets, ours)}
+    ets = rtb_chain(chain)
+    if ets is not None:
+        def rtb(T, q):
+            sol = ets.ik_LM(T, q0=q, tol=5e-11, ilimit=30, slimit=100, joint_limits=True)
+            return bool(sol.success), np.asarray(sol.q)
+        runs['rtb tracking'] = follow(chain, q0, targets, rtb)
+    rows = [f'{name:<14} {100 * ok.mean():8.2f} {np.median(t) * 1e6:10.1f} {t.mean() * 1e6:10.1f} '
+            f'{np.percentile(t, 95) * 1e6:10.1f}   largest joint step {j.max():.3f} rad, '
+            f'{int(np.sum(j > 0.5))} jumps > 0.5 rad' for name, (ok, t, j) in runs.items()]
+    if len(runs) == 2:
+        rows.append(f'median time ratio tracking / rtb tracking: '
+                    f'{np.median(runs["tracking"][1]) / np.median(runs["rtb tracking"][1]):.2f}')
+    return rows
+
+
+def bench_batch(chain, targets, Q, timeout, rng):
+    """Compiled batch throughput: mid-limit seeds (the protocol) and warm seeds (0.01 rad from the answer)."""
+    solver = IKSolver(chain, timeout=timeout)
+    solver.warm_up()
+    rows = []
+    warm = np.clip(Q + rng.normal(scale=0.01, size=Q.shape), chain.lower, chain.upper)
+    for name, seeds in (('protocol seeds', None), ('warm seeds', warm)):
+        best = np.inf
+        for _ in range(3):
+            result = solver.solve_batch(targets, seeds)
+            best = min(best, result.elapsed)
+        ok = np.mean([passes_check(chain, q, T) for q, T in zip(result.joints, targets)])
+        rows.append(f'batch {name:<15} {len(targets) / best:10.0f} solves/s   success {100 * ok:.2f} %')
+    return rows
+
+
+def override_cost(chain, rng, reps=20000):
+    """Median extra time of solve(T, q, timeout=...) over solve(T, q), at a solution (no iterations)."""
+    solver = IKSolver(chain)
+    q = chain.random_configuration(rng)
+    T = chain.fk(q)
+    timeout = solver.options.timeout
+    plain, override = [], []
+    for _ in range(reps):
+        start = time.perf_counter()
+        solver.solve(T, q)
+        middle = time.perf_counter()
+        solver.solve(T, q, timeout=timeout)
+        override.append(time.perf_counter() - middle)
+        plain.append(middle - start)
+    return (f'per-call override: solve(T, q) {np.median(plain) * 1e6:.2f} us, with timeout= '
+            f'{np.median(override) * 1e6:.2f} us: +{(np.median(override) - np.median(plain)) * 1e6:.2f} us')
+
+
+def overrun(chain, count, rng):
+    """Run random solves with random heavy options; print how far elapsed exceeded the timeout."""
+    heavy = [{}, {'max_iterations': 10000, 'nullspace': NullspaceGoals(manipulability=1.0, iterations=10000)},
+             {'max_iterations': 10 ** 6, 'patience': 10 ** 9}, {'mode': 'manipulability'},
+             {'method': 'dls'}, {'method': 'transpose', 'max_iterations': 1000}]
+    solvers = [IKSolver(chain, **options) for options in heavy]
+    excess = np.empty(count)
+    for i in range(count):
+        solver = solvers[i % len(solvers)]
+        timeout = float(rng.uniform(0.0005, 0.005))
+        q = chain.random_configuration(rng)
+        T = chain.fk(q) if i % 3 else make_pose(rng.uniform(-1.5, 1.5, 3), rng.normal(size=4))
+        result = solver.solve(T, chain.random_configuration(rng), timeout=timeout)
+        excess[i] = result.elapsed - timeout
+    ms = excess * 1e3
+    print(f'{count} random solves (timeouts 0.5-5 ms, {len(heavy)} option sets): overrun max {ms.max():.3f} ms, '
+          f'p99.9 {np.percentile(ms, 99.9):.3f} ms; > 1 ms: {int(np.sum(ms > 1))}, > 2 ms: {int(np.sum(ms > 2))}')
+
+
+def cold_start(urdf, base, tip, timeout=0.005):
+    """Fresh interpreter, numba cache warm: (import + load + construct + first solve s, construction s, first solve)."""
     code = ('import time; t = time.perf_counter(); import numpy as np; '
             'from ik_solver import load_chain, IKSolver; '
             f'c = load_chain({urdf!r}, {base!r}, {tip!r}); q = c.mid_configuration(); '
-            'IKSolver(c).solve(c.fk(q * 0.5), q); print(time.perf_counter() - t)')
-    start = time.perf_counter()
+            f't1 = time.perf_counter(); s = IKSolver(c, timeout={timeout}); t2 = time.perf_counter(); '
+            'r = s.solve(c.fk(q * 0.5), q); '
+            'print(time.perf_counter() - t, t2 - t1, r.elapsed, r.success)')
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
-    return float(out.stdout.strip()), time.perf_counter() - start
+    total, construct, first, success = out.stdout.split()
+    return float(total), float(construct), float(first), success == 'True'
 
 
 def main(argv=None):
@@ -183,9 +271,16 @@ def main(argv=None):
     parser.add_argument('--methods', nargs='*', default=list(METHOD_NAMES))
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--no-tracking', action='store_true')
+    parser.add_argument('--overrun', type=int, default=0, help='only measure timeout overruns over this many solves')
     args = parser.parse_args(argv)
     sources = {'urdf': (args.urdf, args.base, args.tip)} if args.urdf else robot_sources()
     names = ['urdf'] if args.urdf else args.robots
+    if args.overrun:
+        for name in names:
+            path, base, tip = sources[name]
+            print(name, end=': ')
+            overrun(load_chain(path, base, tip), args.overrun, np.random.default_rng(args.seed))
+        return
     print(f'N = {args.n} targets per robot, timeout {args.timeout * 1e3:.1f} ms, seed = middle of the limits, '
           f'success = own FK check < {POSITION_CHECK} m and < {ROTATION_CHECK} rad within limits')
     for name in names:
@@ -195,7 +290,8 @@ def main(argv=None):
             continue
         chain = load_chain(path, base, tip)
         rng = np.random.default_rng(args.seed)
-        targets = chain.fk_batch(chain.random_configuration(rng, args.n))
+        Q = chain.random_configuration(rng, args.n)
+        targets = chain.fk_batch(Q)
         print(f'\n{name} ({chain.n} joints, {base} -> {tip})\n{HEADER}')
         rows, medians = bench_methods(chain, targets, args.methods, args.timeout)
         print('\n'.join(rows))
@@ -205,11 +301,15 @@ def main(argv=None):
             if 'lm' in medians:
                 print(f'median time ratio lm / rtb ik_LM: {medians["lm"] / rtb_median:.2f}')
         if not args.no_tracking:
-            print(tracking(chain, args.timeout, rng))
+            print('\n'.join(tracking(chain, args.timeout, rng)))
+        print('\n'.join(bench_batch(chain, targets, Q, args.timeout, rng)))
+        print(override_cost(chain, rng))
     path, base, tip = sources[names[0]]
     if path:
-        first, total = cold_start(path, base, tip)
-        print(f'\nfresh process: import + load + first solve {first:.2f} s ({total:.2f} s with interpreter start)')
+        total, construct, first, success = cold_start(path, base, tip, args.timeout)
+        print(f'\nfresh process ({names[0]}): import + load + construct + first solve {total:.2f} s; '
+              f'construction {construct:.3f} s; first solve {first * 1e3:.3f} ms (timeout '
+              f'{args.timeout * 1e3:.1f} ms), success {success}')
 
 
 if __name__ == '__main__':
