@@ -4,6 +4,7 @@ Importing this package does not import Pinocchio: the MuJoCo simulator reads
 scene files through ``scene`` alone.  ``CollisionModel`` is loaded on first use.
 """
 from .scene import load_scene, make_obstacle, Obstacle, parse_scene, SceneError
+from ..core.exceptions import CollisionError
 
 __all__ = ['CollisionModel', 'CollisionError', 'load_scene', 'make_obstacle', 'Obstacle', 'parse_scene',
            'SceneError']
@@ -11,7 +12,7 @@ __all__ = ['CollisionModel', 'CollisionError', 'load_scene', 'make_obstacle', 'O
 
 def __getattr__(name):
     """Import the Pinocchio-based model lazily (PEP 562)."""
-    if name in ('CollisionModel', 'CollisionError'):
-        from . import model
-        return getattr(model, name)
+    if name == 'CollisionModel':
+        from .model import CollisionModel
+        return CollisionModel
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

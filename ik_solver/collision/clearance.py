@@ -5,7 +5,15 @@ follows the gradient of the nearest pair's distance (CollisionModel.distance_gra
 witness points and point Jacobians) in the nullspace of the tip Jacobian and pulls the tip back onto
 the target after each step, so the pose is kept while the arm moves away from
 the obstacle or from itself.  It runs in Python after the solver (the
-solver's own nullspace goals are compiled kernels).
+solver's own nullspace goals are compiled kernels).  This is issue 12's
+optional clearance goal for redundant arms; use it on a solution::
+
+    model = CollisionModel(urdf, 'base_link', 'tool0', srdf=srdf)
+    result = IKSolver(model.chain, collision=model).solve(target, seed)
+    if result.success:
+        q = improve_clearance(model, result.joints, goal=0.05)   # same tip pose, >= 5 cm if reachable
+
+Not wired into the solver or the node yet: a caller opts in as above.
 """
 import numpy as np
 

@@ -9,7 +9,7 @@ as (cos, sin); joints with more than one DoF stay at Pinocchio's neutral.
 """
 import numpy as np
 
-from .errors import CollisionError
+from ..core.exceptions import CollisionError
 
 
 class ConfigurationMap:

@@ -10,6 +10,10 @@ closer than it counts as colliding.
 
 The chain's q (IK variables, chain order) is mapped onto the whole robot: mimic
 joints follow their masters, other joints are held (``set_joint_values``).
+
+Adjacent links are found as MoveIt Setup Assistant does: joined by a joint,
+looking through links without geometry (a flange or tool frame between two
+bodies).  They touch by design, so their pair is never checked.
 """
 from collections import namedtuple
 import copy
@@ -21,12 +25,12 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from .adjacency import adjacent_pairs
 from .configuration import ConfigurationMap
-from .errors import CollisionError
-from .geometry import link_shapes
+from .geometry import coal_primitive, link_shapes
+from .scene import duplicate_names
 from .srdf import load_srdf
 from ..core.chain import chain_from_robot
+from ..core.exceptions import CollisionError
 from ..core.urdf import load_robot_description, parse_robot
 
 #: Largest motion of any joint (rad, or m for prismatic joints) between two checks along a path (check_path).
@@ -49,7 +53,7 @@ class CollisionModel:
     def __init__(self, urdf_source, base_link, tip_link, srdf=None, package_dirs=(), skip_missing_meshes=False,
                  convex=False, padding=0.0, joint_values=None, xacro_args=None):
         import pinocchio
-        text = load_robot_description(urdf_source, xacro_args) if xacro_args else load_robot_description(urdf_source)
+        text = load_robot_description(urdf_source, xacro_args)
         robot = parse_robot(text)
         root = ET.fromstring(text)
         self.chain = chain_from_robot(robot, base_link, tip_link) if base_link or tip_link else None
@@ -131,7 +135,8 @@ class CollisionModel:
         obstacles = tuple(obstacles)
         self._check_obstacles(obstacles)
         objects = list(self._robot_objects)
-        objects += [self._geometry_object(WORLD_PREFIX + o.name, o.frame, o.pose, _coal_shape(o)) for o in obstacles]
+        objects += [self._geometry_object(WORLD_PREFIX + o.name, o.frame, o.pose, coal_primitive(o.shape, o.size))
+                    for o in obstacles]
         robot_count = len(self._robot_objects)
         world_pairs = [(r, w) for w in range(robot_count, len(objects)) for r in range(robot_count)
                        if objects[r].parentJoint != objects[w].parentJoint]
@@ -150,7 +155,7 @@ class CollisionModel:
 
     def _check_obstacles(self, obstacles):
         names = [o.name for o in obstacles]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
+        duplicates = duplicate_names(names)
         if duplicates:
             raise CollisionError(f'world objects with the same name: {duplicates}')
         clashes = sorted(set(names) & set(self.links))
@@ -292,6 +297,29 @@ class CollisionModel:
         return pairs
 
 
+def adjacent_pairs(robot, geometry_links):
+    """Set of frozenset({a, b}) of adjacent links among ``geometry_links`` of the urdf_parser_py ``robot``."""
+    neighbours = {}
+    for joint in robot.joints:
+        neighbours.setdefault(joint.parent, set()).add(joint.child)
+        neighbours.setdefault(joint.child, set()).add(joint.parent)
+    geometry_links = set(geometry_links)
+    pairs = set()
+    for start in geometry_links:
+        seen, frontier = {start}, [start]
+        while frontier:
+            link = frontier.pop()
+            for other in neighbours.get(link, ()):
+                if other in seen:
+                    continue
+                seen.add(other)
+                if other in geometry_links:
+                    pairs.add(frozenset((start, other)))
+                else:
+                    frontier.append(other)
+    return pairs
+
+
 def _checkpoints(Q, max_step):
     """Yield (waypoint index, q) along the path Q so that every joint travels at most max_step between two."""
     yield 0, Q[0]
@@ -333,11 +361,6 @@ def _configure_requests(geometry_data, padding):
             request.enable_cached_gjk_guess = False
     for request in geometry_data.collisionRequests:
         request.security_margin = padding
-
-
-def _coal_shape(obstacle):
-    import coal
-    return {'box': coal.Box, 'sphere': coal.Sphere, 'cylinder': coal.Cylinder}[obstacle.shape](*obstacle.size)
 
 
 def _valid_padding(padding):

@@ -1,8 +1,8 @@
 """World obstacles (boxes, spheres, cylinders) from a YAML scene file.
 
 The IK node, the collision model and the MuJoCo simulator all read the same
-scene file, so this module depends on numpy and yaml only: the simulator must
-be able to import it without Pinocchio.  Sizes follow the URDF / MoveIt
+scene file, so this module depends on numpy, yaml and core.transforms only:
+the simulator must be able to import it without Pinocchio.  Sizes follow the URDF / MoveIt
 conventions: a box is given by its full edge lengths, a sphere by its radius,
 a cylinder by its radius and its full length along its local z axis.
 
@@ -20,6 +20,8 @@ import math
 
 import numpy as np
 import yaml
+
+from ..core.transforms import quaternion_to_matrix
 
 #: Number of size values per shape, and what they mean.
 SHAPE_SIZES = {'box': ('x', 'y', 'z'), 'sphere': ('radius',), 'cylinder': ('radius', 'length')}
@@ -44,16 +46,6 @@ class Obstacle:
     frame: str = DEFAULT_FRAME
 
 
-def quaternion_matrix(quaternion):
-    """Rotation matrix of a unit quaternion given as (x, y, z, w)."""
-    x, y, z, w = quaternion
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
-
-
 def make_obstacle(name, shape, size, position=(0.0, 0.0, 0.0), orientation=(0.0, 0.0, 0.0, 1.0),
                   frame=DEFAULT_FRAME):
     """Build a validated Obstacle; raise SceneError naming the object and the field at fault."""
@@ -74,7 +66,7 @@ def make_obstacle(name, shape, size, position=(0.0, 0.0, 0.0), orientation=(0.0,
     if abs(norm - 1.0) > QUATERNION_TOLERANCE:
         raise SceneError(f'{label}: orientation {quaternion.tolist()} is not a unit quaternion (norm {norm:.4g})')
     pose = np.eye(4)
-    pose[:3, :3] = quaternion_matrix(quaternion / norm)
+    pose[:3, :3] = quaternion_to_matrix(quaternion)   # normalises
     pose[:3, 3] = position
     return Obstacle(name, shape, tuple(float(v) for v in size), pose, frame)
 
@@ -93,11 +85,18 @@ def parse_scene(data, source='scene'):
     if not isinstance(objects, list):
         raise SceneError(f'{source}: "objects" must be a list')
     obstacles = [_parse_object(entry, index, frame, source) for index, entry in enumerate(objects)]
-    names = [o.name for o in obstacles]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
+    duplicates = duplicate_names([o.name for o in obstacles])
     if duplicates:
         raise SceneError(f'{source}: duplicate object names {duplicates}')
     return obstacles
+
+
+def duplicate_names(names):
+    """Sorted names that occur more than once in ``names``."""
+    seen, repeated = set(), set()
+    for name in names:
+        (repeated if name in seen else seen).add(name)
+    return sorted(repeated)
 
 
 def load_scene(path):

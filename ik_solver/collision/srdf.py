@@ -11,7 +11,7 @@ import os
 import xml.etree.ElementTree as ET
 from xml.sax.saxutils import quoteattr
 
-from .errors import CollisionError
+from ..core.exceptions import CollisionError
 
 
 @dataclass

@@ -36,3 +36,7 @@ class UnsupportedJointError(ModelError):
 
 class JointLimitError(ModelError):
     """A joint lacks the limits it needs, or they are inconsistent."""
+
+
+class CollisionError(ModelError):
+    """Collision geometry, an SRDF or a world object cannot be used; the message names the file, link or pair."""
