@@ -67,8 +67,8 @@ def test_line_through_the_wrist_singularity_stops_before_the_flip(ik6):
     path = cartesian_path(solver, qa, [ik6.fk(qb)], max_step=0.005, jump_threshold=0.3)
     assert path.fraction < 1.0
     assert np.abs(np.diff(path.joints, axis=0)).max() <= 0.3  # nothing beyond the threshold is in the path
-    if path.reason == 'joint_jump':
-        assert 'more than the jump_threshold' in path.message
+    assert path.reason == 'joint_jump', (path.reason, path.message)
+    assert 'more than the jump_threshold' in path.message
     # Without a jump threshold the same line is "achieved" by flipping the wrist.
     free = cartesian_path(solver, qa, [ik6.fk(qb)], max_step=0.005, jump_threshold=0.0)
     assert free.fraction > path.fraction

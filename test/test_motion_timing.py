@@ -301,8 +301,10 @@ def test_joint_path_edge_cases():
     assert check_trajectory(start, single, limits) == []
     still = plan_joint_path(start, [[0.0, 0.0], [0.0, 0.0]], limits)
     assert len(still.times) == 1 and not still.positions.any()
-    with pytest.raises(ValueError, match='starts at rest'):
+    with pytest.raises(PlanningError, match='needs the arm at rest.*joint j0 velocity 0.5'):
         plan_joint_path(MotionState(np.zeros(2), np.array([0.5, 0.0]), np.zeros(2)), [[0.5, 0.5]], limits)
+    with pytest.raises(PlanningError, match='needs the arm at rest.*joint j1 acceleration'):
+        plan_joint_path(MotionState(np.zeros(2), np.zeros(2), np.array([0.0, 0.1])), [[0.5, 0.5]], limits)
     with pytest.raises(ValueError, match='MAX_POINTS'):
         plan_joint_path(start, np.zeros((MAX_POINTS + 1, 2)), limits)
     with pytest.raises(ValueError, match='waypoint 1 position of joint j0'):

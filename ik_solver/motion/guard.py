@@ -14,17 +14,29 @@ executes them.  Jerk is checked only that way, as the change of the
 controller's acceleration setpoint per period: that is the jerk the arm gets
 from a 1 kHz controller, while the analytic jerk of a spline segment a few
 microseconds long (two phase switches close together) is rounding noise.
+The first tick is compared with the start state too: a controller moving at
+0.9 rad/s that is sent positions only steps to the linear segment's velocity
+in one period.  The 1 kHz scan runs in a compiled kernel that keeps only the
+peaks (no array of the whole path), and a trajectory longer than
+``MAX_DURATION`` is refused.  Non-finite values always count as violations.
 ``check_step`` does the same for one streamed command (servo, forward controllers).
 """
+import math
+
+from numba import njit
 import numpy as np
 
-from .jtc import SplineSampler, Trajectory
-from .timing import MAX_POINTS, POSITION_EPS
+from .jtc import segment_state, SplineSampler, Trajectory
+from .limits import POSITION_EPS
+from .timing import MAX_POINTS
 
 #: The controller's update period [s]: the guard samples at this rate.
 CONTROL_PERIOD = 0.001
 #: Velocities and accelerations of the last point below this count as rest.
 REST_EPS = 1e-9
+#: Longest trajectory the guard accepts [s]: one hour, 3.6 million control ticks (scanned in about 0.1 s).
+MAX_DURATION = 3600.0
+_PEAKS = ('velocity', 'acceleration', 'acceleration over one control period', 'jerk over one control period')
 
 
 def check_trajectory(start, path, limits, tolerance=0.01):
@@ -34,7 +46,7 @@ def check_trajectory(start, path, limits, tolerance=0.01):
     Limits are exceeded when beyond ``limits`` x (1 + tolerance); positions may
     not leave [lower, upper] at all.
     """
-    reasons = _check_shapes(start, path, limits)
+    reasons = _tolerance_reasons(tolerance) + _check_shapes(start, path, limits)
     if reasons:
         return reasons
     reasons = _check_points(path)
@@ -42,23 +54,19 @@ def check_trajectory(start, path, limits, tolerance=0.01):
         return reasons
     trajectory = _trajectory(path)
     sampler = SplineSampler(start.position, start.velocity, trajectory, start.acceleration)
-    grid = np.arange(0.0, sampler.end_time + CONTROL_PERIOD, CONTROL_PERIOD)
-    pos, vel, acc, _ = sampler.evaluate(grid)
-    stepped_acc = np.diff(vel, axis=0) / CONTROL_PERIOD
-    stepped_jerk = np.diff(acc, axis=0) / CONTROL_PERIOD
-    # The spline passes through every point with the point's own values: they are checked as they are.
-    times = np.concatenate([grid, trajectory.times])
-    pos = np.vstack([pos, trajectory.positions])
-    if trajectory.velocities is not None:
-        vel = np.vstack([vel, trajectory.velocities])
-    if trajectory.accelerations is not None:
-        acc = np.vstack([acc, trajectory.accelerations])
-    reasons += _position_reasons(times, pos, limits)
+    n = len(limits.names)
+    absent = np.zeros((0, n))
+    peaks, leave = _scan(sampler.times, sampler.coefficients, trajectory.positions,
+                         absent if trajectory.velocities is None else trajectory.velocities,
+                         absent if trajectory.accelerations is None else trajectory.accelerations,
+                         np.asarray(start.velocity, float), np.asarray(start.acceleration, float),
+                         CONTROL_PERIOD, int(math.ceil(sampler.end_time / CONTROL_PERIOD)) + 1,
+                         limits.lower - POSITION_EPS, limits.upper + POSITION_EPS)
+    reasons += _leave_reasons(leave, limits)
     factor = 1.0 + tolerance
-    for what, values, bound in (('velocity', vel, limits.velocity), ('acceleration', acc, limits.acceleration),
-                                ('acceleration over one control period', stepped_acc, limits.acceleration),
-                                ('jerk over one control period', stepped_jerk, limits.jerk)):
-        reasons += _bound_reasons(what, values, bound * factor, limits.names)
+    for what, peak, bound in zip(_PEAKS, peaks, (limits.velocity, limits.acceleration, limits.acceleration,
+                                                 limits.jerk)):
+        reasons += _bound_reasons(what, peak, bound * factor, limits.names)
     return reasons
 
 
@@ -69,6 +77,9 @@ def check_step(previous, q, v, dt, limits, tolerance=0.01):
     position change over ``dt``.  Acceleration and jerk are the changes over ``dt``.
     """
     n = len(limits.names)
+    reasons = _tolerance_reasons(tolerance) + _state_reasons(previous, n, 'previous')
+    if reasons:
+        return reasons
     q = np.asarray(q, float)
     if q.shape != (n,):
         return [f'command has {q.size} positions for {n} joints']
@@ -83,10 +94,10 @@ def check_step(previous, q, v, dt, limits, tolerance=0.01):
     acc = (v - previous.velocity) / dt
     jerk = (acc - previous.acceleration) / dt
     factor = 1.0 + tolerance
-    reasons = _position_reasons(np.array([dt]), q[None], limits)
+    reasons = _position_reasons(dt, q, limits)
     for what, values, bound in (('velocity', v, limits.velocity), ('position change rate', implied, limits.velocity),
                                 ('acceleration', acc, limits.acceleration), ('jerk', jerk, limits.jerk)):
-        reasons += _bound_reasons(what, values[None], bound * factor, limits.names)
+        reasons += _bound_reasons(what, np.abs(values), bound * factor, limits.names)
     return reasons
 
 
@@ -97,11 +108,7 @@ def _check_shapes(start, path, limits):
         return ['the trajectory has no points']
     if len(times) > MAX_POINTS:
         return [f'the trajectory has {len(times)} points, more than MAX_POINTS = {MAX_POINTS}']
-    reasons = []
-    for field in ('position', 'velocity', 'acceleration'):
-        values = np.asarray(getattr(start, field), float)
-        if values.shape != (n,) or not np.isfinite(values).all():
-            reasons.append(f'the start {field} is not {n} finite values')
+    reasons = _state_reasons(start, n, 'start')
     for field in ('positions', 'velocities', 'accelerations'):
         values = getattr(path, field)
         if values is None and field != 'positions':
@@ -124,6 +131,8 @@ def _check_points(path):
         reasons.append(f'the first point is at {times[0]:g} s; it must be after the start')
     if np.any(np.diff(times) <= 0.0):
         reasons.append('times are not strictly increasing')
+    if times[-1] > MAX_DURATION:
+        reasons.append(f'the trajectory lasts {times[-1]:.6g} s, more than MAX_DURATION = {MAX_DURATION:g} s')
     for field in ('velocities', 'accelerations'):
         values = getattr(path, field)
         if values is not None and np.any(np.abs(np.asarray(values, float)[-1]) > REST_EPS):
@@ -131,22 +140,108 @@ def _check_points(path):
     return reasons
 
 
-def _position_reasons(times, pos, limits):
+def _state_reasons(state, n, what):
     reasons = []
-    for side, beyond in (('lower', pos < limits.lower - POSITION_EPS), ('upper', pos > limits.upper + POSITION_EPS)):
-        for k in np.flatnonzero(beyond.any(axis=0)):
-            i = int(np.argmax(beyond[:, k]))
-            reasons.append(f'joint {limits.names[k]} leaves its {side} limit at t = {times[i]:.4f} s '
-                           f'({pos[i, k]:.6g} vs [{limits.lower[k]:.6g}, {limits.upper[k]:.6g}])')
+    for field in ('position', 'velocity', 'acceleration'):
+        values = np.asarray(getattr(state, field), float)
+        if values.shape != (n,) or not np.isfinite(values).all():
+            reasons.append(f'the {what} {field} is not {n} finite values')
     return reasons
 
 
-def _bound_reasons(what, values, bound, names):
+def _tolerance_reasons(tolerance):
+    try:
+        if math.isfinite(tolerance) and tolerance >= 0.0:
+            return []
+    except TypeError:
+        pass
+    return [f'the tolerance must be a finite number >= 0, got {tolerance!r}']
+
+
+def _position_reasons(t, q, limits):
+    """Reasons one command ``q`` at time ``t`` leaves the position limits."""
     reasons = []
-    peak = np.abs(values).max(axis=0, initial=0.0)
-    for k in np.flatnonzero(peak > bound):
-        reasons.append(f'joint {names[k]} {what} {peak[k]:.6g} exceeds its limit {bound[k]:.6g} (tolerance included)')
+    for side, beyond in (('lower', ~(q >= limits.lower - POSITION_EPS)),
+                         ('upper', ~(q <= limits.upper + POSITION_EPS))):
+        for k in np.flatnonzero(beyond):
+            reasons.append(_leave_reason(limits, k, side, t, q[k]))
     return reasons
+
+
+def _leave_reasons(leave, limits):
+    """Reasons from the scan's first time and position beyond each side ((2, 2, n), NaN time = never)."""
+    reasons = []
+    for side, (times, values) in zip(('lower', 'upper'), leave):
+        for k in np.flatnonzero(~np.isnan(times)):
+            reasons.append(_leave_reason(limits, k, side, times[k], values[k]))
+    return reasons
+
+
+def _leave_reason(limits, k, side, t, q):
+    return (f'joint {limits.names[k]} leaves its {side} limit at t = {t:.4f} s '
+            f'({q:.6g} vs [{limits.lower[k]:.6g}, {limits.upper[k]:.6g}])')
+
+
+def _bound_reasons(what, peak, bound, names):
+    """Reasons a per-joint peak magnitude exceeds its bound; NaN (never <= anything) counts as exceeding."""
+    return [f'joint {names[k]} {what} {peak[k]:.6g} exceeds its limit {bound[k]:.6g} (tolerance included)'
+            for k in np.flatnonzero(~(peak <= bound))]
+
+
+@njit(cache=True)
+def _scan(knots, c, positions, velocities, accelerations, v_start, a_start, period, ticks, low, high):
+    """Peaks and position-limit crossings of the controller's spline at every tick and every point.
+
+    Returns peaks (4, n): |velocity|, |acceleration|, |velocity change| / period and |acceleration change| /
+    period, the first difference taken from the start state (v_start, a_start); and leave (2, 2, n): per side
+    (below ``low``, above ``high``) the first time and position beyond it (NaN: never).  ``velocities`` and
+    ``accelerations`` of the points may have no rows (field absent).  NaN counts as a violation.
+    """
+    n = c.shape[2]
+    peaks = np.zeros((4, n))
+    leave = np.full((2, 2, n), np.nan)
+    previous = np.empty((2, n))
+    previous[0], previous[1] = v_start, a_start
+    state = np.zeros(4)
+    k = 0
+    for i in range(ticks):
+        t = i * period
+        while k < c.shape[0] - 1 and knots[k + 1] <= t:
+            k += 1
+        for j in range(n):
+            if t >= knots[-1]:
+                state[0], state[1], state[2] = positions[-1, j], 0.0, 0.0
+            else:
+                state[0], state[1], state[2], state[3] = segment_state(c, k, j, t - knots[k])
+            _peak(peaks, 0, j, state[1])
+            _peak(peaks, 1, j, state[2])
+            _peak(peaks, 2, j, (state[1] - previous[0, j]) / period)
+            _peak(peaks, 3, j, (state[2] - previous[1, j]) / period)
+            previous[0, j], previous[1, j] = state[1], state[2]
+            _leave(leave, j, t, state[0], low[j], high[j])
+    for i in range(positions.shape[0]):  # the spline passes through each point with the point's own values
+        for j in range(n):
+            if velocities.shape[0]:
+                _peak(peaks, 0, j, velocities[i, j])
+            if accelerations.shape[0]:
+                _peak(peaks, 1, j, accelerations[i, j])
+            _leave(leave, j, knots[i + 1], positions[i, j], low[j], high[j])
+    return peaks, leave
+
+
+@njit(cache=True)
+def _peak(peaks, row, j, value):
+    magnitude = abs(value)
+    if not magnitude <= peaks[row, j]:
+        peaks[row, j] = magnitude if magnitude == magnitude else np.inf
+
+
+@njit(cache=True)
+def _leave(leave, j, t, q, low, high):
+    if not q >= low and np.isnan(leave[0, 0, j]):
+        leave[0, 0, j], leave[0, 1, j] = t, q
+    if not q <= high and np.isnan(leave[1, 0, j]):
+        leave[1, 0, j], leave[1, 1, j] = t, q
 
 
 def _trajectory(path):

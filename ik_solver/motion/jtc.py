@@ -10,7 +10,10 @@ limits on exactly the polynomials the controller will run.
 """
 from dataclasses import dataclass
 
+from numba import njit
 import numpy as np
+
+from .limits import POSITION_EPS
 
 
 @dataclass
@@ -66,7 +69,7 @@ def validate(joint_names, points, controller_joints, lower=None, upper=None, all
         order = [list(controller_joints).index(name) for name in joint_names]
         low, high = np.asarray(lower)[order], np.asarray(upper)[order]
         for i, (_, pos, _, _, _) in enumerate(points):
-            if np.any(np.asarray(pos) < low - 1e-9) or np.any(np.asarray(pos) > high + 1e-9):
+            if np.any(np.asarray(pos) < low - POSITION_EPS) or np.any(np.asarray(pos) > high + POSITION_EPS):
                 reasons.append(f'point {i} has positions outside the joint limits')
     return reasons
 
@@ -91,11 +94,18 @@ class SplineSampler:
         t = trajectory
         q0 = np.asarray(q0, float)
         a0 = np.zeros_like(q0) if a0 is None else np.asarray(a0, float)
-        self.times = np.concatenate([[0.0], t.times])
+        self.times = np.concatenate(((0.0,), np.asarray(t.times, float)))
         self.positions = np.vstack([q0, t.positions])
         self.velocities = None if t.velocities is None else np.vstack([v0, t.velocities])
         self.accelerations = None if t.accelerations is None else np.vstack([a0, t.accelerations])
-        self._coefficients = _coefficients(self.times, self.positions, self.velocities, self.accelerations)
+        if not np.all(self.times[1:] >= self.times[:-1]):
+            raise ValueError('trajectory times must be increasing, finite and not negative')
+        mode = LINEAR if self.velocities is None else CUBIC if self.accelerations is None else QUINTIC
+        absent = np.zeros_like(self.positions)
+        #: Polynomial coefficients c0..c5 (segments, 6, n) of each segment in its local time.
+        self.coefficients = _coefficients(self.times, self.positions,
+                                          absent if self.velocities is None else self.velocities,
+                                          absent if self.accelerations is None else self.accelerations, mode)
 
     @property
     def end_time(self):
@@ -112,41 +122,67 @@ class SplineSampler:
         Within a segment these are the derivatives of its polynomial; a segment
         starts at its first point (right limit).  After the end the last point is held.
         """
-        times = np.asarray(times, float)
-        k = np.clip(np.searchsorted(self.times, times, side='right') - 1, 0, len(self.times) - 2)
-        s = (np.clip(times, self.times[0], self.times[-1]) - self.times[k])[:, None]
-        c = self._coefficients[k]  # (T, 6, n)
-        pos = c[:, 0] + s * (c[:, 1] + s * (c[:, 2] + s * (c[:, 3] + s * (c[:, 4] + s * c[:, 5]))))
-        vel = c[:, 1] + s * (2 * c[:, 2] + s * (3 * c[:, 3] + s * (4 * c[:, 4] + s * 5 * c[:, 5])))
-        acc = 2 * c[:, 2] + s * (6 * c[:, 3] + s * (12 * c[:, 4] + s * 20 * c[:, 5]))
-        jerk = 6 * c[:, 3] + s * (24 * c[:, 4] + s * 60 * c[:, 5])
-        after = times >= self.times[-1]
-        pos[after] = self.positions[-1]
-        vel[after] = acc[after] = jerk[after] = 0.0
-        return pos, vel, acc, jerk
+        out = _evaluate(self.times, self.coefficients, self.positions[-1], np.asarray(times, float).reshape(-1))
+        return out[0], out[1], out[2], out[3]
 
 
-def _coefficients(times, p, v, a):
+#: Interpolation of a trajectory: positions only, with velocities, with accelerations too.
+LINEAR, CUBIC, QUINTIC = 0, 1, 2
+
+
+@njit(cache=True)
+def _coefficients(times, p, v, a, mode):
     """Polynomial coefficients c0..c5 (segments, 6, n) of each segment in its local time."""
-    h = np.diff(times)[:, None]
-    if not np.all(h >= 0.0):
-        raise ValueError('trajectory times must be increasing, finite and not negative')
-    h = np.where(h > 0.0, h, 1.0)  # a zero-length segment (first point at 0) is never sampled
-    p0, p1 = p[:-1], p[1:]
-    c = np.zeros((len(h), 6, p.shape[1]))
-    c[:, 0] = p0
-    if v is None:
-        c[:, 1] = (p1 - p0) / h
-        return c
-    v0, v1 = v[:-1], v[1:]
-    c[:, 1] = v0
-    if a is None:
-        c[:, 2] = (3 * (p1 - p0) - (2 * v0 + v1) * h) / h ** 2
-        c[:, 3] = (2 * (p0 - p1) + (v0 + v1) * h) / h ** 3
-        return c
-    a0, a1 = a[:-1], a[1:]
-    c[:, 2] = 0.5 * a0
-    c[:, 3] = (20 * (p1 - p0) - (8 * v1 + 12 * v0) * h - (3 * a0 - a1) * h ** 2) / (2 * h ** 3)
-    c[:, 4] = (30 * (p0 - p1) + (14 * v1 + 16 * v0) * h + (3 * a0 - 2 * a1) * h ** 2) / (2 * h ** 4)
-    c[:, 5] = (12 * (p1 - p0) - 6 * (v1 + v0) * h - (a0 - a1) * h ** 2) / (2 * h ** 5)
+    c = np.zeros((len(times) - 1, 6, p.shape[1]))
+    for k in range(len(times) - 1):
+        h = times[k + 1] - times[k]
+        if not h > 0.0:
+            h = 1.0  # a zero-length segment (first point at 0) is never sampled
+        for j in range(p.shape[1]):
+            p0, p1 = p[k, j], p[k + 1, j]
+            c[k, 0, j] = p0
+            if mode == LINEAR:
+                c[k, 1, j] = (p1 - p0) / h
+                continue
+            v0, v1 = v[k, j], v[k + 1, j]
+            c[k, 1, j] = v0
+            if mode == CUBIC:
+                c[k, 2, j] = (3 * (p1 - p0) - (2 * v0 + v1) * h) / h ** 2
+                c[k, 3, j] = (2 * (p0 - p1) + (v0 + v1) * h) / h ** 3
+                continue
+            a0, a1 = a[k, j], a[k + 1, j]
+            c[k, 2, j] = 0.5 * a0
+            c[k, 3, j] = (20 * (p1 - p0) - (8 * v1 + 12 * v0) * h - (3 * a0 - a1) * h ** 2) / (2 * h ** 3)
+            c[k, 4, j] = (30 * (p0 - p1) + (14 * v1 + 16 * v0) * h + (3 * a0 - 2 * a1) * h ** 2) / (2 * h ** 4)
+            c[k, 5, j] = (12 * (p1 - p0) - 6 * (v1 + v0) * h - (a0 - a1) * h ** 2) / (2 * h ** 5)
     return c
+
+
+@njit(cache=True)
+def segment_state(c, k, j, s):
+    """(position, velocity, acceleration, jerk) of joint j, ``s`` after the start of segment k."""
+    pos = c[k, 0, j] + s * (c[k, 1, j] + s * (c[k, 2, j] + s * (c[k, 3, j] + s * (c[k, 4, j] + s * c[k, 5, j]))))
+    vel = c[k, 1, j] + s * (2 * c[k, 2, j] + s * (3 * c[k, 3, j] + s * (4 * c[k, 4, j] + s * 5 * c[k, 5, j])))
+    acc = 2 * c[k, 2, j] + s * (6 * c[k, 3, j] + s * (12 * c[k, 4, j] + s * 20 * c[k, 5, j]))
+    return pos, vel, acc, 6 * c[k, 3, j] + s * (24 * c[k, 4, j] + s * 60 * c[k, 5, j])
+
+
+@njit(cache=True)
+def segment_at(knots, t):
+    """Index of the segment that holds time t: the last knot at or before t, within [0, segments - 1]."""
+    return min(max(np.searchsorted(knots, t, side='right') - 1, 0), len(knots) - 2)
+
+
+@njit(cache=True)
+def _evaluate(knots, c, last, times):
+    out = np.zeros((4, len(times), c.shape[2]))
+    for i in range(len(times)):
+        t = times[i]
+        if t >= knots[-1]:
+            out[0, i] = last
+            continue
+        k = segment_at(knots, t)
+        s = max(t, knots[0]) - knots[k]
+        for j in range(c.shape[2]):
+            out[0, i, j], out[1, i, j], out[2, i, j], out[3, i, j] = segment_state(c, k, j, s)
+    return out

@@ -22,6 +22,8 @@ import yaml
 DEFAULT_ACCELERATION = 1.0
 #: Velocity [rad/s or m/s] assumed for a joint whose URDF gives none (continuous joints may omit <limit>).
 DEFAULT_VELOCITY = 1.0
+#: Positions may touch a limit within this rounding [rad or m] (the planner, the guard and the controller contract).
+POSITION_EPS = 1e-9
 #: Keys a joint entry of a MoveIt joint_limits.yaml may carry (effort and soft limits are read and ignored).
 JOINT_KEYS = frozenset((
     'has_position_limits', 'min_position', 'max_position', 'has_velocity_limits', 'max_velocity',

@@ -36,10 +36,12 @@ time by c divides velocity by c, acceleration by c^2 and jerk by c^3.
 from dataclasses import dataclass
 import threading
 
+from numba import njit
 import numpy as np
 import ruckig
 
 from .jtc import SplineSampler, Trajectory
+from .limits import POSITION_EPS
 
 #: Default time between uniform samples [s]; phase switches are added (see the module docstring).
 SAMPLE_PERIOD = 0.05
@@ -50,8 +52,6 @@ MAX_POINTS = 10_000
 JERK_RAMP_TIME = 0.02
 #: Samples closer than this [s] are merged (keeps the controller's quintics well conditioned).
 MIN_GAP = 1e-6
-#: Positions may touch a limit within this rounding [rad or m].
-POSITION_EPS = 1e-9
 #: A joint path starts at rest: |v| and |a| below this fraction of their limits.
 REST_FRACTION = 1e-3
 #: A timed joint path uses at most this fraction of each limit (the rest is margin for rounding).
@@ -109,13 +109,12 @@ def ruckig_duration(start, goal_q, limits):
 def plan_joint_path(start, waypoints, limits, sample_period=SAMPLE_PERIOD):
     """Time the joint path start.position -> waypoints (K, n) within the limits, ending at rest.
 
-    ``start`` must be at rest (see REST_FRACTION).  A waypoint equal to its
+    ``start`` must be at rest (see REST_FRACTION), else PlanningError says so.  A waypoint equal to its
     predecessor is skipped.  Points closer than ``sample_period`` in time are
     kept; longer segments get intermediate points on the same quintic.
     """
     q0, v0, a0 = _check_start(start, limits)
-    if np.any(np.abs(v0) > REST_FRACTION * limits.velocity) or np.any(np.abs(a0) > REST_FRACTION * limits.acceleration):
-        raise ValueError('a joint path starts at rest; the start state is moving')
+    _check_at_rest(v0, a0, limits)
     _check_period(sample_period)
     path = _path_points(q0, waypoints, limits)
     if len(path) == 1:
@@ -201,47 +200,46 @@ class _Profiles:
 
     def __init__(self, trajectory, offset=0.0):
         self.offset, self.duration = offset, trajectory.duration
-        profiles = trajectory.profiles[0]
-        self.table = np.zeros((5, len(profiles), self.PHASES))  # starts, p, v, a, j
-        self.table[0] = np.inf
-        for d, profile in enumerate(profiles):
-            self._fill(d, profile)
+        self.table = np.ascontiguousarray(np.array([self._phases(profile) for profile in trajectory.profiles[0]])
+                                          .transpose(1, 0, 2))
+        self.table[0] += offset
 
-    def _fill(self, d, profile):
-        """Phases of one joint: its brake phases (if braking), seven jerk phases, then the hold at the end."""
+    @classmethod
+    def _phases(cls, profile):
+        """Phases of one joint as rows starts, p, v, a, j, padded with inf starts.
+
+        Its brake phases (if braking), seven jerk phases, then the hold at the end.
+        Plain Python: a few dozen floats per joint cost less than NumPy calls.
+        """
         brake = profile.brake
-        rows = []
+        starts, p, v, a, j = [], [], [], [], []
         braking = brake.duration
         if braking > 0.0:
-            used = [i for i, t in enumerate(brake.t) if t > 0.0]  # Ruckig leaves an unused brake phase unfilled
-            rows.append((np.concatenate([[0.0], np.cumsum(brake.t)])[used], *(np.array(x)[used] for x in (
-                brake.p, brake.v, brake.a, brake.j))))
-        t = braking + np.concatenate([[0.0], np.cumsum(profile.t)])
-        rows.append((t, profile.p, profile.v, profile.a, list(profile.j) + [0.0]))
-        for field, column in enumerate(zip(*rows)):
-            values = np.concatenate(column)
-            self.table[field, d, :len(values)] = values
-        self.table[0, d] += self.offset
+            elapsed = 0.0
+            for i, length in enumerate(brake.t):
+                if length > 0.0:  # Ruckig leaves an unused brake phase unfilled
+                    starts.append(elapsed)
+                    for row, values in zip((p, v, a, j), (brake.p, brake.v, brake.a, brake.j)):
+                        row.append(values[i])
+                elapsed += length
+        elapsed = 0.0
+        starts.append(braking)
+        for length in profile.t:
+            elapsed += length
+            starts.append(braking + elapsed)
+        p += profile.p
+        v += profile.v
+        a += profile.a
+        j += list(profile.j) + [0.0]
+        pad = cls.PHASES - len(starts)
+        return [starts + [np.inf] * pad] + [row + [0.0] * pad for row in (p, v, a, j)]
 
     def extrema(self):
         """(min, max) position per joint: phase starts and the velocity roots inside each phase.
 
         (Ruckig's own ``position_extrema`` misses reversals in some profiles, so it is not used.)
         """
-        starts, p, v, a, j = self.table
-        candidates = [np.where(np.isfinite(starts), p, np.nan)]
-        with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
-            h = np.nan_to_num(np.diff(starts, axis=1), posinf=0.0, nan=0.0)  # phase lengths; the hold has none
-            sqrt_disc = np.sqrt(a[:, :-1] ** 2 - 2 * j[:, :-1] * v[:, :-1])
-            roots = [(-a[:, :-1] + sign * sqrt_disc) / j[:, :-1] for sign in (1.0, -1.0)]
-            roots.append(-v[:, :-1] / a[:, :-1])  # a constant-acceleration phase
-        for tau in roots:
-            inside = np.isfinite(tau) & (tau > 0.0) & (tau < h)
-            tau = np.where(inside, tau, 0.0)
-            value = p[:, :-1] + tau * (v[:, :-1] + tau * (a[:, :-1] / 2 + tau * j[:, :-1] / 6))
-            candidates.append(np.where(inside, value, np.nan))
-        stacked = np.concatenate(candidates, axis=1)
-        return np.nanmin(stacked, axis=1), np.nanmax(stacked, axis=1)
+        return _table_extrema(self.table)
 
     def switch_times(self):
         starts = self.table[0, :, 1:]
@@ -249,12 +247,47 @@ class _Profiles:
 
     def evaluate(self, times):
         """Positions, velocities, accelerations (each (T, n)) at absolute ``times``."""
-        starts, p, v, a, j = self.table
-        k = np.maximum((times[:, None, None] >= starts[None]).sum(axis=2) - 1, 0)  # (T, n)
-        d = np.arange(starts.shape[0])
-        dt = np.maximum(times[:, None] - starts[d, k], 0.0)
-        pk, vk, ak, jk = p[d, k], v[d, k], a[d, k], j[d, k]
-        return np.stack([pk + dt * (vk + dt * (ak / 2 + dt * jk / 6)), vk + dt * (ak + dt * jk / 2), ak + dt * jk])
+        return _table_evaluate(self.table, np.asarray(times, float))
+
+
+@njit(cache=True)
+def _table_extrema(table):
+    starts, p, v, a, j = table[0], table[1], table[2], table[3], table[4]
+    low, high = np.full(starts.shape[0], np.inf), np.full(starts.shape[0], -np.inf)
+    for d in range(starts.shape[0]):
+        for k in range(starts.shape[1]):
+            if not np.isfinite(starts[d, k]):
+                continue
+            low[d], high[d] = min(low[d], p[d, k]), max(high[d], p[d, k])
+            h = starts[d, k + 1] - starts[d, k] if k + 1 < starts.shape[1] else 0.0
+            if not np.isfinite(h):
+                h = 0.0  # the hold has no length
+            disc = a[d, k] ** 2 - 2 * j[d, k] * v[d, k]
+            root = np.sqrt(disc) if disc >= 0.0 else np.nan
+            with_jerk = (-a[d, k] + root) / j[d, k] if j[d, k] != 0.0 else np.nan
+            against = (-a[d, k] - root) / j[d, k] if j[d, k] != 0.0 else np.nan
+            constant = -v[d, k] / a[d, k] if a[d, k] != 0.0 else np.nan  # a constant-acceleration phase
+            for tau in (with_jerk, against, constant):
+                if np.isfinite(tau) and 0.0 < tau < h:
+                    value = p[d, k] + tau * (v[d, k] + tau * (a[d, k] / 2 + tau * j[d, k] / 6))
+                    low[d], high[d] = min(low[d], value), max(high[d], value)
+    return low, high
+
+
+@njit(cache=True)
+def _table_evaluate(table, times):
+    starts, p, v, a, j = table[0], table[1], table[2], table[3], table[4]
+    out = np.empty((3, len(times), starts.shape[0]))
+    for i in range(len(times)):
+        for d in range(starts.shape[0]):
+            k = 0
+            while k + 1 < starts.shape[1] and starts[d, k + 1] <= times[i]:
+                k += 1
+            dt = max(times[i] - starts[d, k], 0.0)
+            out[0, i, d] = p[d, k] + dt * (v[d, k] + dt * (a[d, k] / 2 + dt * j[d, k] / 6))
+            out[1, i, d] = v[d, k] + dt * (a[d, k] + dt * j[d, k] / 2)
+            out[2, i, d] = a[d, k] + dt * j[d, k]
+    return out
 
 
 def _sample(pieces, goal, sample_period):
@@ -270,6 +303,7 @@ def _sample(pieces, goal, sample_period):
     return TimedPath(times, positions, velocities, accelerations)
 
 
+@njit(cache=True)
 def _land_on(goal, times, positions, velocities, accelerations):
     """Make the last sample the goal exactly, at rest.
 
@@ -277,35 +311,53 @@ def _land_on(goal, times, positions, velocities, accelerations):
     whole move as a minimum-jerk blend (zero velocity and acceleration at both ends),
     a quintic in time: every segment stays a quintic, which the controller reproduces.
     """
-    tau = times / times[-1]
+    end = times[-1]
     error = goal - positions[-1]
-    blend = tau ** 3 * (10 + tau * (-15 + 6 * tau))
-    blend_velocity = 30 * tau ** 2 * (1 - tau) ** 2 / times[-1]
-    blend_acceleration = 60 * tau * (1 - tau) * (1 - 2 * tau) / times[-1] ** 2
-    positions += blend[:, None] * error
-    velocities += blend_velocity[:, None] * error
-    accelerations += blend_acceleration[:, None] * error
+    for i in range(len(times)):
+        tau = times[i] / end
+        blend = tau ** 3 * (10 + tau * (-15 + 6 * tau))
+        blend_velocity = 30 * tau ** 2 * (1 - tau) ** 2 / end
+        blend_acceleration = 60 * tau * (1 - tau) * (1 - 2 * tau) / end ** 2
+        positions[i] += blend * error
+        velocities[i] += blend_velocity * error
+        accelerations[i] += blend_acceleration * error
     positions[-1], velocities[-1], accelerations[-1] = goal, 0.0, 0.0
 
 
 def _sample_times(switches, duration, sample_period):
     """Switch times, then a uniform grid (coarsened to MAX_POINTS), in whole nanoseconds, ending at the duration."""
-    end_ns = max(1, int(np.ceil(duration * _NS)))
-    switches = _thin(np.unique(np.round(np.asarray(switches, float) * _NS)), end_ns)
-    count = min(int(np.ceil(duration / sample_period)), MAX_POINTS - len(switches))
-    grid = np.round(np.arange(1, count + 1) * (end_ns / max(count, 1)))
-    near = np.abs(grid[:, None] - switches[None, :]).min(axis=1) < MIN_GAP * _NS
-    return np.union1d(switches, grid[~near]) / _NS
+    return _sample_times_ns(np.asarray(switches, float), float(duration), float(sample_period), MAX_POINTS,
+                            MIN_GAP * _NS) / _NS
 
 
-def _thin(times_ns, end_ns):
-    """Switch times in (0, end], no two closer than MIN_GAP, the end always kept."""
-    kept, last = [], 0.0
-    for t in times_ns:
-        if t - last >= MIN_GAP * _NS and t < end_ns - MIN_GAP * _NS:
-            kept.append(t)
+@njit(cache=True)
+def _sample_times_ns(switches, duration, sample_period, max_points, min_gap_ns):
+    """Sample times in whole nanoseconds, sorted.
+
+    The switches in (0, end], no two closer than min_gap_ns (the end always kept), then
+    the points of the uniform grid not within min_gap_ns of one of them.
+    """
+    end_ns = max(1.0, np.ceil(duration * 1e9))
+    kept = np.empty(len(switches) + 1)
+    size, last = 0, 0.0
+    for t in np.unique(np.rint(switches * 1e9)):
+        if t - last >= min_gap_ns and t < end_ns - min_gap_ns:
+            kept[size] = t
+            size += 1
             last = t
-    return np.array(kept + [end_ns], float)
+    kept[size] = end_ns
+    kept = kept[:size + 1]
+    count = max(min(int(np.ceil(duration / sample_period)), max_points - len(kept)), 0)
+    step = end_ns / max(count, 1)
+    out = np.empty(len(kept) + count)
+    out[:len(kept)] = kept
+    size = len(kept)
+    for i in range(1, count + 1):
+        point = np.rint(i * step)
+        if np.abs(kept - point).min() >= min_gap_ns:
+            out[size] = point
+            size += 1
+    return np.unique(out[:size])
 
 
 # -- plan_joint_path ---------------------------------------------------------------------------------------------
@@ -486,6 +538,16 @@ def _check_positions(q, limits, what):
         raise ValueError(f'{what} position of joint {limits.names[k]} ({q[k]:.6g}) is outside its limits '
                          f'[{limits.lower[k]:.6g}, {limits.upper[k]:.6g}]')
     return q
+
+
+def _check_at_rest(v0, a0, limits):
+    """Refuse a moving start: the path was solved from where the arm is, and it must be at rest there."""
+    for field, values, bound in (('velocity', v0, limits.velocity), ('acceleration', a0, limits.acceleration)):
+        moving = np.flatnonzero(np.abs(values) > REST_FRACTION * bound)
+        if len(moving):
+            k = moving[0]
+            raise PlanningError(f'a joint path needs the arm at rest at its start; it is moving (joint '
+                                f'{limits.names[k]} {field} {values[k]:.4g}): wait until it stops, or plan a move')
 
 
 def _check_period(sample_period):
