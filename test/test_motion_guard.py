@@ -90,10 +90,10 @@ def test_issue7_random_moves_none_leaves_the_limits(limits):
       'start': MotionState(np.zeros(1), 0.2 * np.ones(1), np.zeros(1))}, None),
     # At t = 0 the controller steps from its own state to the spline's: 0.9 -> 0 rad/s in one period (900 rad/s^2).
     ({'path': path_of([1.0], [[0.0]]), 'start': MotionState(np.zeros(1), np.array([0.9]), np.zeros(1))},
-     'acceleration over one control period'),
-    # A cubic starts at 6 * 0.1 / 1^2 = 0.6 rad/s^2, whatever the controller's 1.9: a 1300 rad/s^3 step.
-    ({'path': path_of([1.0], [[0.1]], [[0.0]]), 'jerk': 10.0,
-      'start': MotionState(np.zeros(1), np.zeros(1), np.array([1.9]))}, 'jerk over one control period'),
+     'acceleration over one control period 900 '),
+    # A cubic holding at 0 has no acceleration, whatever the controller's 1.9: a 1900 rad/s^3 step at t = 0.
+    ({'path': path_of([1.0], [[0.0]], [[0.0]]), 'jerk': 10.0,
+      'start': MotionState(np.zeros(1), np.zeros(1), np.array([1.9]))}, 'jerk over one control period 1900 '),
     ({'path': path_of([MAX_DURATION + 1.0], [[0.1]], [[0.0]], [[0.0]])}, 'MAX_DURATION'),
     ({'path': path_of([1.0], [[0.1]], [[0.0]], [[0.0]]), 'tolerance': np.nan}, 'tolerance'),
     ({'path': path_of([1.0], [[0.1]], [[0.0]], [[0.0]]), 'tolerance': -0.5}, 'tolerance'),
