@@ -448,7 +448,9 @@ def _score(q, seed, chain, lower, upper, Rt, fp, ip, ws):
     """Rank of a converged solution, lower is better; sets RP_POLE_SIDE and RP_JUMP for it."""
     origin_R, origin_p, axis, kind, var, mult, offset = chain
     R_out, p_out, a_out, J, e = ws
-    linf = np.abs(q - seed).max()
+    linf = 0.0
+    for i in range(q.shape[0]):
+        linf = max(linf, abs(q[i] - seed[i]))
     score = linf
     side = 1.0
     if ip[IP_MODE] == MODE_MANIPULABILITY or ip[IP_ELBOW] >= 0:
@@ -555,7 +557,7 @@ def _failure_reason(q, lower, upper, report):
     return R_TIMEOUT
 
 
-SEED_OK, SEED_NOT_FINITE, SEED_OUTSIDE = 0, 1, 2
+SEED_OK, SEED_NOT_FINITE, SEED_OUTSIDE, POSE_INVALID = 0, 1, 2, 3
 SEED_SLACK = 1e-6
 
 
@@ -596,7 +598,12 @@ def _start(seed, chain, lower, upper, Rt, pt, fp, ip, index, bounds, rng, work, 
 
 @njit(cache=True)
 def _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, deadline, rng, work, report, q_out):
-    """Validate the seed and solve one target: the single-solve kernel.  Returns a seed code or SEED_OK."""
+    """Validate the target and seed and solve: the single-solve kernel.
+
+    Returns SEED_OK, a seed code, POSE_INVALID (the caller raises) or -1 (a candidate for the collision check).
+    """
+    if pose_defect(T) != 0:
+        return POSE_INVALID
     Rt = np.ascontiguousarray(T[:3, :3])
     pt = np.ascontiguousarray(T[:3, 3])
     bounds = np.empty((2, seed.shape[0]))
@@ -697,8 +704,6 @@ class IKSolver:
         if self.collision is not None:
             overrides['_yield'] = True
         plan = self._plan_for(overrides) if overrides else self._plan
-        if pose_defect(T):
-            check_pose(T)
         seed = self._seed_array(seed)
         n = self.chain.n
         work = np.empty((4, n))
@@ -708,6 +713,8 @@ class IKSolver:
         deadline = start + plan.options.timeout
         code = _solve_one(T, seed, self._kin, *self._limits, plan.fp, plan.ip, plan.q_pref, deadline, rng, work,
                           report, q_out)
+        if code == POSE_INVALID:
+            check_pose(T)
         if code > 0:
             self._raise_seed(seed, code)
         if code < 0:
