@@ -4,7 +4,7 @@ Every published point can be inside the limits while the controller's spline
 between them is not: joint_trajectory_controller interpolates from its own
 current state (position, velocity, acceleration) through the points, quintic
 where points carry accelerations, cubic with velocities only, linear
-otherwise.  ``check_trajectory`` runs exactly that interpolation (``jtc.SplineSampler``)
+otherwise.  ``check_trajectory`` runs exactly that interpolation (``jtc``'s splines)
 from the true start state at the controller's 1 kHz, and checks positions,
 velocities and accelerations (at every control tick and every point) and,
 where limited, jerk.  Velocity and acceleration are also checked as
@@ -26,7 +26,7 @@ import math
 from numba import njit
 import numpy as np
 
-from .jtc import segment_state, SplineSampler, Trajectory
+from .jtc import arrays_of, segment_state, spline_coefficients
 from .limits import POSITION_EPS
 from .timing import MAX_POINTS
 
@@ -46,22 +46,18 @@ def check_trajectory(start, path, limits, tolerance=0.01):
     Limits are exceeded when beyond ``limits`` x (1 + tolerance); positions may
     not leave [lower, upper] at all.
     """
+    arrays = _kernel_arrays(start, path, len(limits.names))
+    bounds = limits.lower - POSITION_EPS, limits.upper + POSITION_EPS, limits.velocity, limits.acceleration, limits.jerk
+    if arrays is not None and not _tolerance_reasons(tolerance) and _safe(
+            *arrays, *bounds, 1.0 + tolerance, CONTROL_PERIOD, MAX_DURATION, REST_EPS):
+        return []  # the common case in one kernel call; otherwise the checks below say what is wrong
     reasons = _tolerance_reasons(tolerance) + _check_shapes(start, path, limits)
     if reasons:
         return reasons
     reasons = _check_points(path)
     if reasons:
         return reasons
-    trajectory = _trajectory(path)
-    sampler = SplineSampler(start.position, start.velocity, trajectory, start.acceleration)
-    n = len(limits.names)
-    absent = np.zeros((0, n))
-    peaks, leave = _scan(sampler.times, sampler.coefficients, trajectory.positions,
-                         absent if trajectory.velocities is None else trajectory.velocities,
-                         absent if trajectory.accelerations is None else trajectory.accelerations,
-                         np.asarray(start.velocity, float), np.asarray(start.acceleration, float),
-                         CONTROL_PERIOD, int(math.ceil(sampler.end_time / CONTROL_PERIOD)) + 1,
-                         limits.lower - POSITION_EPS, limits.upper + POSITION_EPS)
+    peaks, leave = _peaks(*_kernel_arrays(start, path, len(limits.names)), bounds[0], bounds[1], CONTROL_PERIOD)
     reasons += _leave_reasons(leave, limits)
     factor = 1.0 + tolerance
     for what, peak, bound in zip(_PEAKS, peaks, (limits.velocity, limits.acceleration, limits.acceleration,
@@ -244,7 +240,48 @@ def _leave(leave, j, t, q, low, high):
         leave[1, 0, j], leave[1, 1, j] = t, q
 
 
-def _trajectory(path):
-    return Trajectory(np.asarray(path.times, float), np.asarray(path.positions, float),
-                      None if path.velocities is None else np.asarray(path.velocities, float),
-                      None if path.accelerations is None else np.asarray(path.accelerations, float))
+def _kernel_arrays(start, path, n):
+    """(q0, v0, a0, times, positions, velocities, accelerations, mode) for the kernels, or None if a shape is wrong."""
+    try:
+        state = tuple(np.asarray(getattr(start, field), float) for field in ('position', 'velocity', 'acceleration'))
+        points = arrays_of(path)
+    except (IndexError, TypeError, ValueError):
+        return None
+    times = points[0]
+    if any(x.shape != (n,) for x in state) or times.ndim != 1 or not 0 < len(times) <= MAX_POINTS:
+        return None
+    if any(x.shape != (len(times), n) for x in points[1:4] if len(x)) or points[1].shape != (len(times), n):
+        return None
+    return state + points
+
+
+@njit(cache=True)
+def _peaks(q0, v0, a0, times, positions, velocities, accelerations, mode, low, high, period):
+    """``_scan`` of the spline from the start state (q0, v0, a0) through the points."""
+    knots = np.empty(len(times) + 1)
+    knots[0], knots[1:] = 0.0, times
+    c = spline_coefficients(q0, v0, a0, times, positions, velocities, accelerations, mode)
+    return _scan(knots, c, positions, velocities, accelerations, v0, a0, period, int(np.ceil(times[-1] / period)) + 1,
+                 low, high)
+
+
+@njit(cache=True)
+def _safe(q0, v0, a0, times, positions, velocities, accelerations, mode, low, high, velocity, acceleration, jerk,
+          factor, period, max_duration, rest_eps):
+    """Tell whether the detailed checks would find nothing: finite values, times, rest at the end, peaks."""
+    for values in (q0, v0, a0, times, positions.ravel(), velocities.ravel(), accelerations.ravel()):
+        if not np.isfinite(values).all():
+            return False
+    if not (times[0] > 0.0 and times[-1] <= max_duration and np.all(times[1:] > times[:-1])):
+        return False
+    for last in (velocities, accelerations):
+        if len(last) and not np.abs(last[-1]).max() <= rest_eps:
+            return False
+    peaks, leave = _peaks(q0, v0, a0, times, positions, velocities, accelerations, mode, low, high, period)
+    if not np.isnan(leave[:, 0]).all():
+        return False
+    for j in range(len(q0)):
+        for row, bound in enumerate((velocity[j], acceleration[j], acceleration[j], jerk[j])):
+            if not peaks[row, j] <= bound * factor:
+                return False
+    return True

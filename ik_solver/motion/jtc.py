@@ -100,12 +100,9 @@ class SplineSampler:
         self.accelerations = None if t.accelerations is None else np.vstack([a0, t.accelerations])
         if not np.all(self.times[1:] >= self.times[:-1]):
             raise ValueError('trajectory times must be increasing, finite and not negative')
-        mode = LINEAR if self.velocities is None else CUBIC if self.accelerations is None else QUINTIC
-        absent = np.zeros_like(self.positions)
+        v0 = np.zeros_like(q0) if v0 is None else np.asarray(v0, float)
         #: Polynomial coefficients c0..c5 (segments, 6, n) of each segment in its local time.
-        self.coefficients = _coefficients(self.times, self.positions,
-                                          absent if self.velocities is None else self.velocities,
-                                          absent if self.accelerations is None else self.accelerations, mode)
+        self.coefficients = spline_coefficients(q0, v0, a0, *arrays_of(t))
 
     @property
     def end_time(self):
@@ -130,31 +127,42 @@ class SplineSampler:
 LINEAR, CUBIC, QUINTIC = 0, 1, 2
 
 
+def arrays_of(trajectory):
+    """Return (times, positions, velocities, accelerations, mode) of a Trajectory for the kernels (absent: no rows)."""
+    positions = np.ascontiguousarray(trajectory.positions, float)
+    absent = np.zeros((0, positions.shape[1]))
+    mode = LINEAR if trajectory.velocities is None else CUBIC if trajectory.accelerations is None else QUINTIC
+    return (np.ascontiguousarray(trajectory.times, float), positions,
+            absent if trajectory.velocities is None else np.ascontiguousarray(trajectory.velocities, float),
+            absent if trajectory.accelerations is None else np.ascontiguousarray(trajectory.accelerations, float),
+            mode)
+
+
 @njit(cache=True)
-def _coefficients(times, p, v, a, mode):
-    """Polynomial coefficients c0..c5 (segments, 6, n) of each segment in its local time."""
-    c = np.zeros((len(times) - 1, 6, p.shape[1]))
-    for k in range(len(times) - 1):
-        h = times[k + 1] - times[k]
+def spline_coefficients(q0, v0, a0, times, p, v, a, mode):
+    """Polynomial coefficients c0..c5 (segments, 6, n) from the start state at 0 through the points at ``times``."""
+    c = np.zeros((len(times), 6, len(q0)))
+    for k in range(len(times)):
+        h = times[k] - (times[k - 1] if k else 0.0)
         if not h > 0.0:
             h = 1.0  # a zero-length segment (first point at 0) is never sampled
-        for j in range(p.shape[1]):
-            p0, p1 = p[k, j], p[k + 1, j]
+        for j in range(len(q0)):
+            p0, p1 = p[k - 1, j] if k else q0[j], p[k, j]
             c[k, 0, j] = p0
             if mode == LINEAR:
                 c[k, 1, j] = (p1 - p0) / h
                 continue
-            v0, v1 = v[k, j], v[k + 1, j]
-            c[k, 1, j] = v0
+            v0_, v1 = v[k - 1, j] if k else v0[j], v[k, j]
+            c[k, 1, j] = v0_
             if mode == CUBIC:
-                c[k, 2, j] = (3 * (p1 - p0) - (2 * v0 + v1) * h) / h ** 2
-                c[k, 3, j] = (2 * (p0 - p1) + (v0 + v1) * h) / h ** 3
+                c[k, 2, j] = (3 * (p1 - p0) - (2 * v0_ + v1) * h) / h ** 2
+                c[k, 3, j] = (2 * (p0 - p1) + (v0_ + v1) * h) / h ** 3
                 continue
-            a0, a1 = a[k, j], a[k + 1, j]
-            c[k, 2, j] = 0.5 * a0
-            c[k, 3, j] = (20 * (p1 - p0) - (8 * v1 + 12 * v0) * h - (3 * a0 - a1) * h ** 2) / (2 * h ** 3)
-            c[k, 4, j] = (30 * (p0 - p1) + (14 * v1 + 16 * v0) * h + (3 * a0 - 2 * a1) * h ** 2) / (2 * h ** 4)
-            c[k, 5, j] = (12 * (p1 - p0) - 6 * (v1 + v0) * h - (a0 - a1) * h ** 2) / (2 * h ** 5)
+            a0_, a1 = a[k - 1, j] if k else a0[j], a[k, j]
+            c[k, 2, j] = 0.5 * a0_
+            c[k, 3, j] = (20 * (p1 - p0) - (8 * v1 + 12 * v0_) * h - (3 * a0_ - a1) * h ** 2) / (2 * h ** 3)
+            c[k, 4, j] = (30 * (p0 - p1) + (14 * v1 + 16 * v0_) * h + (3 * a0_ - 2 * a1) * h ** 2) / (2 * h ** 4)
+            c[k, 5, j] = (12 * (p1 - p0) - 6 * (v1 + v0_) * h - (a0_ - a1) * h ** 2) / (2 * h ** 5)
     return c
 
 
