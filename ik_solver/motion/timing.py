@@ -34,6 +34,7 @@ scaling measured on the controller's own quintics, which is exact: scaling
 time by c divides velocity by c, acceleration by c^2 and jerk by c^3.
 """
 from dataclasses import dataclass
+from itertools import accumulate
 import threading
 
 from numba import njit
@@ -93,8 +94,7 @@ def plan_move(start, goal_q, limits, sample_period=SAMPLE_PERIOD):
     Raises ValueError for bad input and PlanningError for a start that cannot
     stop before a position limit.
     """
-    q0, v0, a0 = _check_start(start, limits)
-    goal = _check_positions(goal_q, limits, 'goal')
+    q0, v0, a0, goal = _move_inputs(start, goal_q, limits)
     _check_period(sample_period)
     pieces = _pieces(q0, v0, a0, goal, limits)
     return _sample(pieces, goal, sample_period)
@@ -149,16 +149,16 @@ def _input(q0, v0, a0, goal, limits):
     """Ruckig input: a position move to rest at ``goal``, or (goal None) braking each joint to rest alone."""
     n = len(q0)
     inp = ruckig.InputParameter(n)
-    inp.current_position, inp.current_velocity, inp.current_acceleration = list(q0), list(v0), list(a0)
-    inp.max_velocity = list(limits.velocity)
-    inp.max_acceleration = list(limits.acceleration)
-    inp.max_jerk = list(planning_jerk(limits))
+    inp.current_position, inp.current_velocity, inp.current_acceleration = q0.tolist(), v0.tolist(), a0.tolist()
+    inp.max_velocity = limits.velocity.tolist()
+    inp.max_acceleration = limits.acceleration.tolist()
+    inp.max_jerk = planning_jerk(limits).tolist()
     if goal is None:
         inp.control_interface = ruckig.ControlInterface.Velocity
         inp.synchronization = ruckig.Synchronization.No
         inp.target_velocity = [0.0] * n
     else:
-        inp.target_position = list(goal)
+        inp.target_position = goal.tolist()
         inp.target_velocity = [0.0] * n
     inp.target_acceleration = [0.0] * n
     return inp
@@ -200,39 +200,31 @@ class _Profiles:
 
     def __init__(self, trajectory, offset=0.0):
         self.offset, self.duration = offset, trajectory.duration
-        self.table = np.ascontiguousarray(np.array([self._phases(profile) for profile in trajectory.profiles[0]])
-                                          .transpose(1, 0, 2))
+        flat = []
+        for profile in trajectory.profiles[0]:
+            flat += self._phases(profile)
+        self.table = np.ascontiguousarray(np.array(flat).reshape(-1, 5, self.PHASES).transpose(1, 0, 2))
         self.table[0] += offset
 
     @classmethod
     def _phases(cls, profile):
-        """Phases of one joint as rows starts, p, v, a, j, padded with inf starts.
+        """Phases of one joint as the rows starts, p, v, a, j one after the other, padded with inf starts.
 
         Its brake phases (if braking), seven jerk phases, then the hold at the end.
         Plain Python: a few dozen floats per joint cost less than NumPy calls.
         """
         brake = profile.brake
-        starts, p, v, a, j = [], [], [], [], []
         braking = brake.duration
+        starts, p, v, a, j = ([braking + t for t in accumulate(profile.t, initial=0.0)], profile.p, profile.v,
+                              profile.a, profile.j + [0.0])
         if braking > 0.0:
-            elapsed = 0.0
-            for i, length in enumerate(brake.t):
-                if length > 0.0:  # Ruckig leaves an unused brake phase unfilled
-                    starts.append(elapsed)
-                    for row, values in zip((p, v, a, j), (brake.p, brake.v, brake.a, brake.j)):
-                        row.append(values[i])
-                elapsed += length
-        elapsed = 0.0
-        starts.append(braking)
-        for length in profile.t:
-            elapsed += length
-            starts.append(braking + elapsed)
-        p += profile.p
-        v += profile.v
-        a += profile.a
-        j += list(profile.j) + [0.0]
+            used = [i for i, length in enumerate(brake.t) if length > 0.0]  # Ruckig leaves one unfilled
+            brake_starts = list(accumulate(brake.t, initial=0.0))
+            starts, p, v, a, j = ([row[i] for i in used] + tail for row, tail in zip(
+                (brake_starts, brake.p, brake.v, brake.a, brake.j), (starts, p, v, a, j)))
         pad = cls.PHASES - len(starts)
-        return [starts + [np.inf] * pad] + [row + [0.0] * pad for row in (p, v, a, j)]
+        zeros = [0.0] * pad
+        return starts + [np.inf] * pad + p + zeros + v + zeros + a + zeros + j + zeros
 
     def extrema(self):
         """(min, max) position per joint: phase starts and the velocity roots inside each phase.
@@ -509,6 +501,31 @@ def _as_trajectory(path):
 
 
 # -- input checks ------------------------------------------------------------------------------------------------
+
+def _move_inputs(start, goal_q, limits):
+    """Return (q0, v0, a0, goal) as arrays, checked in one kernel call; the detailed checks raise what is wrong."""
+    arrays = [np.asarray(x, float) for x in (start.position, start.velocity, start.acceleration, goal_q)]
+    n = len(limits.names)
+    if all(x.shape == (n,) for x in arrays) and _inputs_ok(*arrays, limits.lower - POSITION_EPS,
+                                                           limits.upper + POSITION_EPS, limits.velocity,
+                                                           limits.acceleration):
+        return arrays
+    return (*_check_start(start, limits), _check_positions(goal_q, limits, 'goal'))
+
+
+@njit(cache=True)
+def _inputs_ok(q0, v0, a0, goal, low, high, velocity, acceleration):
+    """Tell whether ``_check_start`` and ``_check_positions`` of the goal would pass."""
+    for j in range(len(q0)):
+        for value in (q0[j], v0[j], a0[j], goal[j]):
+            if not np.isfinite(value):
+                return False
+        if not (low[j] <= q0[j] <= high[j] and low[j] <= goal[j] <= high[j]):
+            return False
+        if not (0.0 < velocity[j] < np.inf and 0.0 < acceleration[j] < np.inf):
+            return False
+    return True
+
 
 def _check_start(start, limits):
     n = len(limits.names)
