@@ -2,7 +2,7 @@
 import pathlib
 
 from ik_solver.core.chain import load_chain
-from ik_solver.motion.guard import check_step, check_trajectory, MAX_DURATION
+from ik_solver.motion.guard import check_step, check_trajectory, MAX_DURATION, warm_up
 from ik_solver.motion.limits import JointLimits, load_joint_limits, MotionState
 from ik_solver.motion.timing import MAX_POINTS, plan_move, PlanningError, TimedPath
 import numpy as np
@@ -161,3 +161,8 @@ def test_long_trajectory_is_scanned_in_constant_memory():
         tracemalloc.stop()
     assert reasons == []
     assert peak < 1e6
+
+
+def test_warm_up_plans_and_checks_without_error():
+    """The node's start-up call runs every kernel path (planning, safe and failing checks, sampling)."""
+    assert warm_up() is None

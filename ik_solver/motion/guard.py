@@ -26,9 +26,9 @@ import math
 from numba import njit
 import numpy as np
 
-from .jtc import arrays_of, segment_state, spline_coefficients
-from .limits import POSITION_EPS
-from .timing import MAX_POINTS
+from .jtc import arrays_of, segment_state, spline_coefficients, SplineSampler
+from .limits import JointLimits, MotionState, POSITION_EPS
+from .timing import MAX_POINTS, plan_joint_path, plan_move, TimedPath
 
 #: The controller's update period [s]: the guard samples at this rate.
 CONTROL_PERIOD = 0.001
@@ -64,6 +64,24 @@ def check_trajectory(start, path, limits, tolerance=0.01):
                                                  limits.jerk)):
         reasons += _bound_reasons(what, peak, bound * factor, limits.names)
     return reasons
+
+
+def warm_up():
+    """Load the motion kernels (numba, from its on-disk cache: about a second) so the first target is on time.
+
+    A node calls this once at start-up; it plans, samples and checks a small move with every trajectory
+    form the guard evaluates (a failing check too, for the detailed reasons).
+    """
+    limits = JointLimits(('j',), np.array([-1.0]), np.array([1.0]), np.array([1.0]), np.array([2.0]),
+                         np.array([np.inf]))
+    start = MotionState.at_rest(np.zeros(1))
+    path = plan_move(start, np.array([0.1]), limits)
+    check_trajectory(start, path, limits)
+    check_trajectory(start, plan_joint_path(start, np.array([[0.05], [0.1]]), limits), limits)
+    for cut in (path.accelerations, path.velocities):
+        check_trajectory(MotionState(np.zeros(1), np.array([0.5]), np.zeros(1)), TimedPath(
+            path.times, path.positions, None if cut is path.velocities else path.velocities, None), limits)
+    SplineSampler(start.position, start.velocity, path, start.acceleration).evaluate(path.times)
 
 
 def check_step(previous, q, v, dt, limits, tolerance=0.01):
