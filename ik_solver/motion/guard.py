@@ -216,23 +216,26 @@ def _scan(knots, c, positions, velocities, accelerations, v_start, a_start, peri
     leave = np.full((2, 2, n), np.nan)
     previous = np.empty((2, n))
     previous[0], previous[1] = v_start, a_start
-    state = np.zeros(4)
-    k = 0
-    for i in range(ticks):
-        t = i * period
-        while k < c.shape[0] - 1 and knots[k + 1] <= t:
-            k += 1
+    end = 0
+    for k in range(c.shape[0] + 1):  # each segment's ticks, then the hold after the end; joint by joint
+        begin = end
+        while end < ticks and (k == c.shape[0] or end * period < knots[k + 1]):
+            end += 1
         for j in range(n):
-            if t >= knots[-1]:
-                state[0], state[1], state[2] = positions[-1, j], 0.0, 0.0
-            else:
-                state[0], state[1], state[2], state[3] = segment_state(c, k, j, t - knots[k])
-            _peak(peaks, 0, j, state[1])
-            _peak(peaks, 1, j, state[2])
-            _peak(peaks, 2, j, (state[1] - previous[0, j]) / period)
-            _peak(peaks, 3, j, (state[2] - previous[1, j]) / period)
-            previous[0, j], previous[1, j] = state[1], state[2]
-            _leave(leave, j, t, state[0], low[j], high[j])
+            v_peak, a_peak, dv_peak, da_peak = peaks[0, j], peaks[1, j], peaks[2, j], peaks[3, j]
+            v_before, a_before = previous[0, j], previous[1, j]
+            for tick in range(begin, end):
+                t = tick * period
+                if k == c.shape[0]:
+                    q, v, a = positions[-1, j], 0.0, 0.0
+                else:
+                    q, v, a, _ = segment_state(c, k, j, t - knots[k])
+                v_peak, a_peak = _larger(v_peak, v), _larger(a_peak, a)
+                dv_peak, da_peak = _larger(dv_peak, (v - v_before) / period), _larger(da_peak, (a - a_before) / period)
+                v_before, a_before = v, a
+                _leave(leave, j, t, q, low[j], high[j])
+            peaks[0, j], peaks[1, j], peaks[2, j], peaks[3, j] = v_peak, a_peak, dv_peak, da_peak
+            previous[0, j], previous[1, j] = v_before, a_before
     for i in range(positions.shape[0]):  # the spline passes through each point with the point's own values
         for j in range(n):
             if velocities.shape[0]:
@@ -245,9 +248,16 @@ def _scan(knots, c, positions, velocities, accelerations, v_start, a_start, peri
 
 @njit(cache=True)
 def _peak(peaks, row, j, value):
+    peaks[row, j] = _larger(peaks[row, j], value)
+
+
+@njit(cache=True)
+def _larger(peak, value):
+    """The larger of a peak magnitude and |value|; NaN makes it inf (a violation that stays)."""
     magnitude = abs(value)
-    if not magnitude <= peaks[row, j]:
-        peaks[row, j] = magnitude if magnitude == magnitude else np.inf
+    if magnitude <= peak:
+        return peak
+    return magnitude if magnitude == magnitude else np.inf
 
 
 @njit(cache=True)
