@@ -253,7 +253,7 @@ def _peak(peaks, row, j, value):
 
 @njit(cache=True)
 def _larger(peak, value):
-    """The larger of a peak magnitude and |value|; NaN makes it inf (a violation that stays)."""
+    """Return the larger of a peak magnitude and |value|; NaN makes it inf (a violation that stays)."""
     magnitude = abs(value)
     if magnitude <= peak:
         return peak
