@@ -17,13 +17,22 @@ from rcl_interfaces.srv import SetParameters, SetParametersAtomically  # noqa: E
 from sensor_msgs.msg import JointState  # noqa: E402
 
 
-def isolate_ros_domain():
-    """Give this test process (and the nodes it starts) a ROS domain of its own, on localhost.
+#: Domains the tests derive from their process id: FIRST_DOMAIN .. FIRST_DOMAIN + DOMAIN_COUNT - 1 (10-59),
+#: clear of 60-99 and of the 100-230 that people pick for processes they start by hand.
+FIRST_DOMAIN, DOMAIN_COUNT = 10, 50
 
-    ``IK_SOLVER_TEST_DOMAIN`` chooses it (for machines where several test runs share the host);
-    otherwise it follows from the process id.
+
+def suite_domain():
+    """Return the suite's one ROS domain: ``IK_SOLVER_TEST_DOMAIN`` if set, else one derived from the pid."""
+    return os.environ.get('IK_SOLVER_TEST_DOMAIN') or str(FIRST_DOMAIN + os.getpid() % DOMAIN_COUNT)
+
+
+def isolate_ros_domain():
+    """Give this test process (and the nodes it starts) the domain of ``suite_domain()``, on localhost.
+
+    ``IK_SOLVER_TEST_DOMAIN`` chooses it (for machines where several test runs share the host).
     """
-    os.environ['ROS_DOMAIN_ID'] = os.environ.get('IK_SOLVER_TEST_DOMAIN') or str(10 + os.getpid() % 90)
+    os.environ['ROS_DOMAIN_ID'] = suite_domain()
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 
 
@@ -45,8 +54,12 @@ class Session:
         self._owns_rclpy = not rclpy.ok()
         if self._owns_rclpy:
             rclpy.init()
-        self.observer = ArmObserver(joint_names, namespace=namespace)
         self.processes = []
+        try:
+            self.observer = ArmObserver(joint_names, namespace=namespace)
+        except BaseException:
+            self._shutdown()
+            raise
         self.joint_pub = self.observer.create_publisher(JointState, 'joint_states', 10)
         self.param_client = self.observer.create_client(SetParameters, 'ik_solver/set_parameters')
         self.atomic_client = self.observer.create_client(SetParametersAtomically, 'ik_solver/set_parameters_atomically')
@@ -60,13 +73,21 @@ class Session:
         return process
 
     def close(self):
+        """Stop the streamer, the observer and every started process, even if one of them fails to stop."""
         self._stop.set()
         self._streamer.join(1.0)
-        self.observer.close()
-        for p in self.processes:
-            p.stop()
-        if self._owns_rclpy:
-            rclpy.try_shutdown()
+        try:
+            self.observer.close()
+        finally:
+            self._shutdown()
+
+    def _shutdown(self):
+        try:
+            for p in self.processes:
+                p.stop()
+        finally:
+            if self._owns_rclpy:
+                rclpy.try_shutdown()
 
     def wait_service(self, client, timeout=60.0):
         deadline = time.monotonic() + timeout

@@ -16,16 +16,19 @@ DOWN = [1.0, 0.0, 0.0, 0.0]
 @pytest.fixture(scope='module')
 def arms(ik7):
     left = Session(ik7.joint_names, namespace='left')
-    right = Session(ik7.joint_names, namespace='right')
     try:
-        for s in (left, right):
-            s.sim = s.add(start('sim.sim_arm_node', namespace=s.observer.get_namespace().strip('/'), kinematic=True))
-            s.node = s.add(start('ros.ik_node', namespace=s.observer.get_namespace().strip('/')))
-        for s in (left, right):
-            assert s.observer.wait_ready(60.0), s.node.output() + s.sim.output()
-        yield left, right
+        right = Session(ik7.joint_names, namespace='right')
+        try:
+            for s in (left, right):
+                namespace = s.observer.get_namespace().strip('/')
+                s.sim = s.add(start('sim.sim_arm_node', namespace=namespace, kinematic=True))
+                s.node = s.add(start('ros.ik_node', namespace=namespace))
+            for s in (left, right):
+                assert s.observer.wait_ready(60.0), s.node.output() + s.sim.output()
+            yield left, right
+        finally:
+            right.close()
     finally:
-        right.close()
         left.close()
 
 

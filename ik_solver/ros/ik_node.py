@@ -43,7 +43,7 @@ from ..core.solver import IKSolver
 from ..core.warmup import warm_up
 from ..motion.cartesian import cartesian_path
 from ..motion.limits import MotionState
-from ..motion.timing import plan_joint_path, plan_move
+from ..motion.timing import plan_joint_path, plan_move, TimedPath
 
 #: Streamed targets: best effort, newest only.  A RELIABLE subscription made fast publishers
 #: block and fail ("cannot publish data"); a queue would act on old targets.
@@ -53,6 +53,9 @@ TARGET_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=Re
 WAIT_PERIOD = 0.02
 #: Cartesian step of a path when the request leaves max_step at 0 [m] (MoveIt's usual 1 cm).
 PATH_STEP = 0.01
+#: A replay of our last command is the motion the arm follows when it agrees with the start state this well
+#: (position [rad or m]; velocity: this over command_lead_time).
+REPLAY_MATCH = 1e-3
 #: After start, how long discovery gets before the graph is searched for a node with our name [s].
 NAME_CHECK_DELAY = 3.0
 
@@ -285,7 +288,8 @@ class IKSolverNode(Node):
         """Solve ``target_msg`` from the current state and send the move; the Outcome says what happened."""
         method = overrides.get('method', context.solver.options.method)
         try:
-            start = self._start_state(context)
+            now = time.monotonic()
+            start = self._start_state(context, now)
             T = self._resolve(context, target_msg)
             self._check_target(context, T)
         except (StateError, FrameError, SolveError) as exc:
@@ -296,27 +300,71 @@ class IKSolverNode(Node):
         outcome = Outcome(source, result.reason, result.message, target=T, result=result, method=method)
         if not result.success and not self._approximation_allowed(result):
             return outcome
-        refusal = self._move(context, start, result.joints)
+        refusal = self._move(context, start, now, result.joints)
         if refusal is not None:
             outcome.reason, outcome.message = refusal
         else:
             outcome.published, outcome.execution = True, 'sent'
         return outcome
 
-    def _start_state(self, context):
+    def _start_state(self, context, now=None):
         """Return the state a move starts from (MotionState), or raise StateError.
 
         The controller's reference, else a replay of our last command, else the
         measured state; when the reference and the measurement disagree, the measurement wins.
+        ``now``: monotonic time of the replay (default: now).
         """
         limits = context.limits.limits
         measured = self.joint_states.state(context.model.chain.joint_names, limits.lower, limits.upper,
                                            velocity=limits.velocity, history=context.history)
-        reference = context.controller.reference() or context.history.reference()
+        reference = context.controller.reference() or context.history.reference(now)
         if reference is None or np.abs(reference.position - measured.position).max() > self.joint_states.tolerance:
             return measured
         return MotionState(np.clip(reference.position, limits.lower, limits.upper), reference.velocity,
                            reference.acceleration)
+
+    def _lead_ins(self, context, start, now, lead):
+        """Return the ways to continue the current motion from ``start`` for ``lead`` s, the preferred first.
+
+        Each is (start, times, positions, velocities, accelerations).  Where our last command replayed is
+        what the arm follows (``start`` agrees with its replay now; the replay then is the start too): one
+        point at ``lead`` (a first segment of ``lead`` s), then the replay at every point of the last command
+        on the way (exact, as the controller interpolates it, but its first segment may be short).  Else
+        ``start`` extrapolated at constant acceleration (within the limits) to one point at ``lead``.
+        """
+        replay = context.history.reference(now)
+        if replay is not None and np.abs(replay.position - start.position).max() <= REPLAY_MATCH \
+                and np.abs(replay.velocity - start.velocity).max() <= REPLAY_MATCH / lead:
+            history = context.history
+            return [(replay,) + history.ahead(now, lead, lead), (replay,) + history.ahead(now, lead)]
+        limits = context.guard.limits
+        position = start.position + start.velocity * lead + 0.5 * start.acceleration * lead ** 2
+        velocity = np.clip(start.velocity + start.acceleration * lead, -limits.velocity, limits.velocity)
+        return [(start, np.array([lead]), np.clip(position, limits.lower, limits.upper)[None], velocity[None],
+                 start.acceleration[None])]
+
+    def _plan_with_lead(self, context, start, now, plan):
+        """Return (start, path): ``plan(state)`` (a TimedPath) planned from ``command_lead_time`` ahead.
+
+        The controller starts a trajectory from its own state, received a few ms after ``start`` was read:
+        a first point a fraction of a millisecond away turns that small mismatch into an acceleration
+        spike.  So the move keeps to the current motion for ``command_lead_time`` and departs from there.
+        A single lead-in segment across a point of the last command is one quintic where the controller
+        had several: it may overshoot the limits, so the first lead-in the guard accepts is used (the
+        exact one last); the guard checks the whole from the returned start.
+        """
+        lead = self.params['command_lead_time']
+        if lead <= 0.0:
+            return start, plan(start)
+        candidates = self._lead_ins(context, start, now, lead)
+        _, times, q, v, a = candidates[0]
+        path = plan(MotionState(q[-1], v[-1], a[-1]))
+        for start, times, q, v, a in candidates:
+            joined = TimedPath(np.concatenate([times, path.times + lead]), np.vstack([q, path.positions]),
+                               np.vstack([v, path.velocities]), np.vstack([a, path.accelerations]))
+            if not context.guard.check_trajectory(start, joined):
+                break
+        return start, joined
 
     def _resolve(self, context, msg):
         return self.frames.resolve(msg, context.model, self.joint_states.positions_at,
@@ -337,10 +385,12 @@ class IKSolverNode(Node):
                 and result.position_error <= p['approximation.max_position_error']
                 and result.orientation_error <= p['approximation.max_orientation_error'])
 
-    def _move(self, context, start, goal):
+    def _move(self, context, start, now, goal):
         """Time the move to ``goal`` and send it through the guard; None once sent, else (reason, message)."""
+        limits, period = context.guard.limits, self.params['sample_period']
         try:
-            path = plan_move(start, goal, context.guard.limits, self.params['sample_period'])
+            start, path = self._plan_with_lead(context, start, now,
+                                               lambda state: plan_move(state, goal, limits, period))
         except ValueError as exc:
             return 'limit_violation', f'no move within the limits: {exc}'
         return self._execute_path(context, start, path)
@@ -497,9 +547,10 @@ class IKSolverNode(Node):
         if request.start_state.name:
             if request.execute:
                 raise ValueError('start_state cannot be combined with execute: a path starts from the current state')
-            start = MotionState.at_rest(self._request_seed(context, request.start_state))
+            start, now = MotionState.at_rest(self._request_seed(context, request.start_state)), None
         else:
-            start = self._start_state(context)
+            now = time.monotonic()
+            start = self._start_state(context, now)
         if not request.waypoints:
             raise ValueError('a path needs at least one waypoint')
         self._check_collision_request(request)
@@ -516,7 +567,9 @@ class IKSolverNode(Node):
         outcome = Outcome('path', path.reason, path.message, target=waypoints[-1])
         if len(path.joints) < 2:
             return outcome
-        timed = plan_joint_path(start, path.joints[1:], context.guard.limits, self.params['sample_period'])
+        limits, period = context.guard.limits, self.params['sample_period']
+        plan = partial(plan_joint_path, waypoints=path.joints[1:], limits=limits, sample_period=period)
+        start, timed = (start, plan(start)) if now is None else self._plan_with_lead(context, start, now, plan)
         response.trajectory = trajectory_message(chain.joint_names, timed)
         if outcome.success and request.execute:
             refusal = self._execute_path(context, start, timed, path.joints)

@@ -21,6 +21,9 @@ from ..motion.timing import SAMPLE_PERIOD
 
 #: Value of a list parameter that means "not set" (ROS parameters cannot be empty lists of a known type).
 UNSET = [0.0]
+#: Default command_lead_time [s]: longer than the usual transport delay to the controller (a few ms) by enough
+#: that a delay of a few ms moves the first segment's acceleration by little (about 6 v delay / lead**2).
+COMMAND_LEAD_TIME = 0.025
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,9 @@ PARAMETERS = (
     Param('acceleration_scaling', 0.5, 'Fraction of each joint acceleration (and jerk) limit a move may use; 0: '
           "the joint_limits file's default_acceleration_scaling_factor", 0.0, 1.0),
     Param('sample_period', SAMPLE_PERIOD, 'Time between trajectory points of a Ruckig-timed move [s]', 0.001, 0.1),
+    Param('command_lead_time', COMMAND_LEAD_TIME, 'A new move keeps to the current motion for this long before '
+          'it departs: the controller starts it from its own state after a transport delay, and a first point '
+          'this far ahead turns that mismatch into a small acceleration instead of a spike; 0: none [s]', 0.0, 0.2),
     # Failures.
     Param('publish_approximation', False, 'On a failed solve, publish the best approximation if within the '
           'limits below; otherwise publish nothing'),

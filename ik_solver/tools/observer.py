@@ -85,18 +85,23 @@ class ArmObserver(Node):
     # -- commanding -------------------------------------------------------------------------
 
     def wait_ready(self, timeout=20.0):
-        """Wait for joint states, the simulator's tip pose and an answer of the solve service.
+        """Wait for joint states, the simulator's tip pose, a target subscriber and an answer of the solve service.
 
         An answer, not only a discovered service: a node is discovered before it spins, and
-        targets sent in between would be old by the time it reads them.
+        targets sent in between would be old by the time it reads them.  A target published before
+        the node's subscription is matched is lost (best effort).
         """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.latest_joints() is not None and self.latest_tip() is not None \
-                    and self.solve_client.service_is_ready():
+                    and self.target_pub.get_subscription_count() > 0 and self.solve_client.service_is_ready():
                 probe = SolveIK.Request()
                 probe.target.pose.orientation.w = 1.0
-                return self.call(self.solve_client, probe, max(0.1, deadline - time.monotonic())) is not None
+                asked = time.monotonic()
+                if self.call(self.solve_client, probe, max(0.1, deadline - time.monotonic())) is None:
+                    return False
+                # the probe's status proves the status topic is matched both ways
+                return self.wait_status(asked, max(0.1, deadline - time.monotonic())) is not None
             time.sleep(0.05)
         return False
 
