@@ -47,8 +47,10 @@ colcon --log-base "$ROOT/log" build --base-paths "$ROOT" "$ROOT/ik_solver_interf
   --build-base "$ROOT/build" --install-base "$ROOT/install" \
   --event-handlers console_cohesion+ status- summary- >"$ROOT/log/setup_build.txt" 2>&1 \
   || { cat "$ROOT/log/setup_build.txt"; echo "[setup] colcon build failed"; exit 1; }
-# Fill numba's on-disk cache for the source tree and the installed copy (seconds when warm).
+# Fill numba's on-disk cache (solver and motion kernels) for the source tree and the installed copy
+# (seconds when warm).
 source "$ROOT/scripts/env.sh"
-(cd "$ROOT" && python -m ik_solver.core.warmup)
-(cd /tmp && python -m ik_solver.core.warmup)
+WARM='from ik_solver.core.warmup import warm_up; from ik_solver.motion import guard; warm_up(); guard.warm_up()'
+(cd "$ROOT" && python -c "$WARM")
+(cd /tmp && python -c "$WARM")
 echo "[setup] done: source $ROOT/scripts/env.sh to use it"
