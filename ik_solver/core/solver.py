@@ -6,6 +6,8 @@ read inside the iteration loop (``clock.monotonic``), so a solve returns within
 its timeout plus one iteration whatever the options.  Python only validates
 input, picks a cached plan (the options turned into kernel arrays) and builds
 the result; ``solve_batch`` runs the same kernel over a batch with ``prange``.
+The kernels Python calls release the GIL (``nogil``; every call has its own
+work arrays), so a node's other callbacks run while a long solve is under way.
 
 Random restarts draw from a counter-based generator seeded by (``random_seed``,
 item index), so a solve is reproducible for a given seed as long as it
@@ -479,7 +481,7 @@ def _offer(q, seed, chain, lower, upper, Rt, fp, ip, ws, work, report):
     return ip[IP_MODE] == MODE_FIRST and side_ok and linf <= fp[FP_JUMP]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _search(seed, chain, lower, upper, slo, sup, Rt, pt, fp, ip, q_pref, deadline, rng, work, report):
     """Run attempts from the seed, then from random starts in [slo, sup], until done, the deadline or max attempts.
 
@@ -596,7 +598,7 @@ def _start(seed, chain, lower, upper, Rt, pt, fp, ip, index, bounds, rng, work, 
     return SEED_OK
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, deadline, rng, work, report, q_out):
     """Validate the target and seed and solve: the single-solve kernel.
 
@@ -618,7 +620,7 @@ def _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, deadline, rng, work
     return SEED_OK
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _solve_batch(targets, seeds, chain, lower, upper, fp, ip, q_pref, Q_out, reports):
     """Solve every item in parallel; each item has its own deadline and generator (index = item)."""
     B = targets.shape[0]
