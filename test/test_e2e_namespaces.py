@@ -36,7 +36,7 @@ def _move(session, T):
     sent = session.observer.send_target(T)
     status = session.observer.wait_status(sent, timeout=5.0)
     assert status is not None and status.success, status
-    assert session.observer.wait_settled(sent + 0.05, timeout=15.0)
+    assert session.wait_executed(sent, status)
 
 
 @pytest.mark.parametrize('mover', ['left', 'right'])

@@ -61,7 +61,7 @@ def _reach(arm, T):
     sent = arm.observer.send_target(T)
     status = arm.observer.wait_status(sent, timeout=5.0)
     assert status is not None
-    arm.observer.wait_settled(sent + 0.05, timeout=15.0)
+    arm.wait_executed(sent, status)
     return status
 
 

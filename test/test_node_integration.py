@@ -180,8 +180,8 @@ def test_service_target_in_another_robot_link(session, ik7):
     (lambda: solve_request(np.eye(4), timeout=1e6), SolveIK.Response.INVALID_INPUT, 'max_request_timeout'),
     (lambda: solve_request(np.eye(4), position_tolerance=5.0), SolveIK.Response.INVALID_INPUT,
      'position_tolerance'),
-    (lambda: solve_request(np.eye(4), avoid_collisions=SolveIK.Request.COLLISIONS_ON), SolveIK.Response.INVALID_INPUT,
-     'cannot be honoured: collision checking is off'),
+    (lambda: solve_request(np.eye(4), avoid_collisions=7), SolveIK.Response.INVALID_INPUT,
+     'avoid_collisions must be 0 (default), 1 (on) or 2 (off)'),
     (lambda: solve_request(np.eye(4), execute=True, seed=joint_state(['joint1'], [0.0])),
      SolveIK.Response.INVALID_INPUT, 'seed cannot be combined with execute'),
 ])

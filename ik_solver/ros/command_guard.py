@@ -5,7 +5,8 @@ a command reaches the controller only through a ``CommandGuard``: the trajectory
 is checked as the controller will interpolate it from the state it starts at
 (``motion.guard``: finite, joint names, position, velocity, acceleration and jerk
 limits, timing, ends at rest, size cap), its largest joint change is bounded by
-``max_joint_jump``, and targets must lie in the optional workspace box.
+``max_joint_jump``, it must not pass through a collision (with a collision model),
+and targets must lie in the optional workspace box.
 ``execute`` sends only what passed, so no caller can skip a check.
 """
 import numpy as np
@@ -17,11 +18,12 @@ class CommandGuard:
     """Checks commands against ``limits`` (JointLimits, chain order) and the workspace box (base frame).
 
     ``workspace``: None or (lower corner, upper corner); ``send(names, start, path)`` delivers a checked
-    trajectory to the controller.
+    trajectory to the controller; ``collision``: None or a model with ``check_path(Q) -> None | (index, (a, b))``.
     """
 
-    def __init__(self, limits, workspace=None, max_joint_jump=np.inf, send=None):
+    def __init__(self, limits, workspace=None, max_joint_jump=np.inf, send=None, collision=None):
         self.limits = limits
+        self.collision = collision
         self.workspace = None if workspace is None else (np.asarray(workspace[0], float),
                                                          np.asarray(workspace[1], float))
         self.max_joint_jump = max_joint_jump
@@ -59,6 +61,16 @@ class CommandGuard:
         reasons += guard.check_trajectory(start, path, self.limits)
         return reasons
 
+    def check_path(self, start, path):
+        """Reasons the move from ``start`` through ``path``'s positions passes through a collision ([] = none)."""
+        if self.collision is None:
+            return []
+        hit = self.collision.check_path(np.vstack([start.position, path.positions]))
+        if hit is None:
+            return []
+        index, (a, b) = hit
+        return [f'the move passes through a collision of {a} and {b} (near point {index} of {len(path.positions)})']
+
     def check_step(self, previous, q, v, dt):
         """Reasons one streamed command (servo) is refused ([] = safe)."""
         return guard.check_step(previous, q, v, dt, self.limits)
@@ -67,7 +79,7 @@ class CommandGuard:
         """Send the trajectory if every check passes: None once sent, else (reason, message).
 
         ``waypoints``: the joint positions the path was planned through (default: its start and end);
-        reason: 'joint_jump' or 'limit_violation'.
+        reason: 'joint_jump', 'limit_violation' or 'collision_path'.
         """
         if waypoints is None:
             waypoints = [start.position, path.positions[-1]]
@@ -77,5 +89,8 @@ class CommandGuard:
         reasons = self.check_trajectory(start, path, names)
         if reasons:
             return 'limit_violation', '; '.join(reasons)
+        hit = self.check_path(start, path)
+        if hit:
+            return 'collision_path', hit[0]
         self._send(names, start, path)
         return None

@@ -12,7 +12,7 @@ commanding run in the ``commands`` group; joint states, ``~/compute_fk`` and the
 parameter services have groups of their own, so they answer during a solve.
 Run it with a MultiThreadedExecutor (``main`` does).
 """
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 import threading
 import time
@@ -25,6 +25,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
+from visualization_msgs.msg import MarkerArray
 
 from . import graph_features
 from .command_guard import CommandGuard
@@ -33,7 +34,8 @@ from .joint_states import CommandHistory, JointStateTracker, StateError
 from .messages import joint_positions, joint_state, matrix_to_pose, trajectory_message, vector_from
 from .model_source import ModelSource
 from .outcome import Outcome, OutcomeReporter
-from .parameters import BY_NAME, check_all, is_set, PARAMETERS, ParameterSet, solver_options, xacro_args
+from .parameters import BY_NAME, check_all, is_set, package_file, PARAMETERS, ParameterSet, solver_options, \
+    xacro_args
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
 from ..core.exceptions import ModelError
@@ -83,6 +85,8 @@ class Context:
     guard: CommandGuard            # with the scaled limits a move may use
     history: CommandHistory
     controller: object
+    world: object = None           # CollisionWorld, or None when the robot has no collision geometry
+    variants: dict = field(default_factory=dict, compare=False)  # {avoid collisions: Context}, built on demand
 
 
 @dataclass
@@ -98,7 +102,7 @@ class IKSolverNode(Node):
     def __init__(self, **kwargs):
         super().__init__('ik_solver', **kwargs)
         warm_up()  # compiled kernels before any service is offered: available means ready
-        self.collision = None      # a collision checker (check(q), check_path(Q)) or None: wired by H8
+        self.collision = None      # the model's CollisionModel (check(q), check_path(Q)), or None
         self._robot = None
         self._solve_lock = threading.Lock()
         self._pending = None
@@ -118,12 +122,15 @@ class IKSolverNode(Node):
         self.create_service(SolveIK, '~/solve', self._on_solve, callback_group=groups['commands'])
         self.create_service(PlanPath, '~/plan_path', self._on_plan_path, callback_group=groups['commands'])
         self.create_service(ComputeFK, '~/compute_fk', self._on_compute_fk, callback_group=groups['fk'])
+        self.create_subscription(MarkerArray, '~/collision_objects', self._on_collision_objects, 10,
+                                 callback_group=groups['commands'])
         self._name_check = self.create_timer(NAME_CHECK_DELAY, self._check_unique_name)
         try:
             args = xacro_args(p['xacro_args'])
         except ValueError as exc:
             self.get_logger().error(f'{exc}; loading without xacro arguments')
             args = {}
+        self._xacro_args = args
         self.model_source = ModelSource(self, p['base_link'], p['tip_link'], self._use_model, p['robot_description'],
                                         p['urdf_file'], args, p['robot_description_topic'])
         self.graph_features = graph_features.attach(self)
@@ -160,28 +167,86 @@ class IKSolverNode(Node):
             raise ValueError(f"joint_limits_file '{p['joint_limits_file']}': {exc}") from None
         for note in limits.notes:
             self.get_logger().info(f'joint limits: {note}')
-        solver = self._build_solver(model.chain, p.values)
+        world = self._collision_world(model)
+        collision = world.model if world is not None else None
+        solver = self._build_solver(model.chain, p.values, collision)
         mid = model.chain.mid_configuration()
         solver.solve(model.chain.fk(mid), mid)  # the first solve of this chain honours its timeout
         controller = ControllerInterface(
             self, model.chain.joint_names, p['trajectory_topic'] or f"{p['controller_name']}/joint_trajectory",
             p['controller_name'], p['command_interface'], self._on_controller_event, self._state_group)
         history = CommandHistory()
-        previous, self._robot = self._robot, Context(
-            model, solver, limits, self._build_guard(limits, p.values, controller, history), history, controller)
+        guard = self._build_guard(limits, p.values, controller, history, collision)
+        self.collision = collision
+        previous, self._robot = self._robot, Context(model, solver, limits, guard, history, controller, world)
         if previous is not None:
             previous.controller.destroy()
 
-    def _build_solver(self, chain, values):
-        collision = self.collision if values['avoid_collisions'] else None
-        extra = {'collision': collision} if collision is not None else {}
+    def _collision_world(self, model):
+        """Return the CollisionWorld of the collision parameters for ``model``, or None; ValueError refuses it."""
+        p = self.params
+        try:
+            from ..collision.world import collision_from_parameters
+        except ImportError as exc:  # Pinocchio/Coal missing: no collision checking, said once per model
+            self.get_logger().warning(f'collision checking unavailable ({exc}); solutions are not checked')
+            return None
+        try:
+            world = collision_from_parameters(
+                model.description, model.chain, package_file(p['srdf_file']), package_file(p['scene_file']),
+                [d for d in p['package_dirs'] if d], p['collision_padding'], p['skip_missing_meshes'],
+                p['collision_convex'], xacro_args=self._xacro_args)
+        except (OSError, ModelError) as exc:
+            raise ValueError(f'collision model: {exc}') from None
+        if world is None:
+            self.get_logger().info('the robot has no collision geometry: collisions are not checked')
+            return None
+        for note in world.model.notes:
+            self.get_logger().warning(f'collision model: {note}')
+        self.get_logger().info(f'collision model: {len(world.obstacles)} world objects')
+        return world
+
+    def _build_solver(self, chain, values, collision=None):
+        extra = {'collision': collision} if collision is not None and values['avoid_collisions'] else {}
         return IKSolver(chain, solver_options(values, chain), **extra)
 
-    def _build_guard(self, loaded, values, controller, history):
+    def _build_guard(self, loaded, values, controller, history, collision=None):
         scaled = loaded.limits.scaled(values['velocity_scaling'] or loaded.default_velocity_scaling,
                                       values['acceleration_scaling'] or loaded.default_acceleration_scaling)
         workspace = (values['workspace.min'], values['workspace.max']) if is_set(values['workspace.min']) else None
-        return CommandGuard(scaled, workspace, values['max_joint_jump'], send=partial(_send, controller, history))
+        return CommandGuard(scaled, workspace, values['max_joint_jump'], send=partial(_send, controller, history),
+                            collision=collision if values['avoid_collisions'] else None)
+
+    def _variant(self, context, avoid):
+        """Return the Context that solves and guards with (``avoid`` True) or without collisions; None: as is."""
+        collision = context.world.model if context.world is not None else None
+        if avoid is None or avoid == (context.guard.collision is not None):
+            return context
+        if avoid not in context.variants:
+            values = dict(self.params.values, avoid_collisions=avoid)
+            context.variants[avoid] = replace(
+                context, solver=self._build_solver(context.model.chain, values, collision),
+                guard=self._build_guard(context.limits, values, context.controller, context.history, collision),
+                variants={})
+        return context.variants[avoid]
+
+    def _on_collision_objects(self, msg):
+        """Add, replace or delete world objects from a MarkerArray (any frame tf2 resolves into the base)."""
+        context = self._robot
+        if context is None or context.world is None:
+            self.get_logger().warning('collision_objects ignored: no collision model loaded')
+            return
+        base = context.model.chain.base_link
+
+        def lookup(frame):
+            return self.frames.lookup(base, frame, self.params['transform_timeout'])
+
+        try:
+            problems = context.world.apply_markers(msg.markers, lookup)
+        except Exception as exc:  # a message must never take the node down
+            problems = [f'unexpected error: {exc!r}']
+        for problem in problems:
+            self.get_logger().warning(f'collision_objects: {problem}')
+        context.variants.clear()
 
     def _validate(self, values):
         context = self._robot
@@ -191,8 +256,9 @@ class IKSolverNode(Node):
             reason = f"nullspace.pole_link '{values['nullspace.pole_link']}' is not a link of the chain"
         if reason is None and context is not None:
             try:
-                self._build_solver(context.model.chain, values)
-                self._build_guard(context.limits, values, context.controller, context.history)
+                collision = context.world.model if context.world is not None else None
+                self._build_solver(context.model.chain, values, collision)
+                self._build_guard(context.limits, values, context.controller, context.history, collision)
             except ValueError as exc:
                 reason = str(exc)
         return reason
@@ -202,8 +268,10 @@ class IKSolverNode(Node):
         self.joint_states.timeout, self.joint_states.tolerance = p['joint_states_timeout'], p['state_tolerance']
         context = self._robot
         if context is not None:
-            guard = self._build_guard(context.limits, p.values, context.controller, context.history)
-            self._robot = replace(context, solver=self._build_solver(context.model.chain, p.values), guard=guard)
+            collision = context.world.model if context.world is not None else None
+            guard = self._build_guard(context.limits, p.values, context.controller, context.history, collision)
+            self._robot = replace(context, solver=self._build_solver(context.model.chain, p.values, collision),
+                                  guard=guard, variants={})
 
     def _on_controller_event(self, execution, error_code, message):
         """Report what the controller did with a command (``sent`` is already in the command's own outcome)."""
@@ -396,11 +464,6 @@ class IKSolverNode(Node):
         return self._execute_path(context, start, path)
 
     def _execute_path(self, context, start, path, waypoints=None):
-        if self.collision is not None and self.params['avoid_collisions']:
-            hit = self.collision.check_path(path.positions)
-            if hit is not None:
-                index, (a, b) = hit
-                return 'collision_path', f'the move passes through a collision of {a} and {b} (point {index})'
         return context.guard.execute(start, path, context.model.chain.joint_names, waypoints)
 
     # -- services ---------------------------------------------------------------------------------
@@ -437,6 +500,7 @@ class IKSolverNode(Node):
 
     def _serve_solve(self, context, request):
         try:
+            context = self._variant(context, self._collision_choice(context, request))
             overrides = self._request_overrides(request)
             if request.execute:
                 if request.seed.name:
@@ -468,22 +532,19 @@ class IKSolverNode(Node):
         except KeyError:
             return chain.mid_configuration()
 
-    def _check_collision_request(self, request):
-        """Refuse an avoid_collisions request field the node cannot honour (ValueError)."""
+    def _collision_choice(self, context, request):
+        """True/False for a request's avoid_collisions ON/OFF, None for the default; ValueError if impossible."""
         asked = request.avoid_collisions
         if asked == SolveIK.Request.COLLISIONS_DEFAULT:
-            return
+            return None
         if asked not in (SolveIK.Request.COLLISIONS_ON, SolveIK.Request.COLLISIONS_OFF):
             raise ValueError(f'avoid_collisions must be 0 (default), 1 (on) or 2 (off), got {asked}')
-        active = self.collision is not None and self.params['avoid_collisions']
-        if (asked == SolveIK.Request.COLLISIONS_ON) != active:
-            raise ValueError(f"avoid_collisions {'on' if asked == SolveIK.Request.COLLISIONS_ON else 'off'} cannot be "
-                             f"honoured: collision checking is {'on' if active else 'off'} in this node (parameter "
-                             'avoid_collisions and a collision model)')
+        if asked == SolveIK.Request.COLLISIONS_ON and context.world is None:
+            raise ValueError('avoid_collisions on cannot be honoured: this robot has no collision model')
+        return asked == SolveIK.Request.COLLISIONS_ON
 
     def _request_overrides(self, request):
         """Solver overrides of a SolveIK request, each bounded like its parameter; ValueError otherwise."""
-        self._check_collision_request(request)
         overrides = {}
         if request.method:
             if request.method not in METHOD_NAMES:
@@ -553,7 +614,7 @@ class IKSolverNode(Node):
             start = self._start_state(context, now)
         if not request.waypoints:
             raise ValueError('a path needs at least one waypoint')
-        self._check_collision_request(request)
+        context = self._variant(context, self._collision_choice(context, request))
         waypoints = [self._resolve(context, msg) for msg in request.waypoints]
         for T in waypoints:
             self._check_target(context, T)

@@ -8,6 +8,7 @@ non-numbers and out-of-range values are refused with a reason.  The IK node's ow
 table, ``PARAMETERS``, and its translation into ``SolverOptions`` live here too.
 """
 from dataclasses import dataclass
+import os
 import threading
 
 import numpy as np
@@ -227,6 +228,18 @@ PARAMETERS = (
           'axis); [0.0]: position/orientation_tolerance', lengths=(6,)),
     Param('random_seed', 0, 'Seed of the random restarts (deterministic solves)', 0, 2 ** 31 - 1),
     Param('avoid_collisions', True, 'Refuse solutions and moves in collision, where a collision model is loaded'),
+    Param('srdf_file', '', 'SRDF whose disable_collisions pairs are not checked; a relative path is looked up in '
+          "the package's share directory (e.g. config/ik7.srdf)", read_only=True),
+    Param('scene_file', '', 'YAML world objects (format of ik_solver/collision/scene.py) checked against the arm; '
+          "a relative path is looked up in the package's share directory (e.g. config/ik7_scene.yaml)",
+          read_only=True),
+    Param('package_dirs', [''], 'Directories where package:// collision meshes are looked up after the ament index',
+          read_only=True),
+    Param('collision_padding', 0.0, 'Clearance: links closer than this to each other or to world objects count as '
+          'colliding [m]', 0.0, 0.5, read_only=True),
+    Param('skip_missing_meshes', False, 'Check without the collision geometry of links whose meshes are missing '
+          '(warned), instead of refusing the model', read_only=True),
+    Param('collision_convex', False, 'Check convex hulls of collision meshes (faster, conservative)', read_only=True),
     # Nullspace goals.
     Param('nullspace.posture_weight', 0.0, 'Weight of the preferred-posture goal', 0.0, 100.0),
     Param('nullspace.preferred_posture', UNSET, 'Preferred joint positions; [0.0] alone: the middle of the limits'),
@@ -288,6 +301,12 @@ def check_all(values, n_joints=None):
     if is_set(low) and not np.all(np.asarray(low) < np.asarray(high)):
         return 'workspace.min must be below workspace.max on every axis'
     return None
+
+
+def package_file(path):
+    """Resolve a file parameter: absolute paths as given, relative ones in the package's share directory."""
+    from ..tools.resources import share_path
+    return path if not path or os.path.isabs(path) else share_path(path)
 
 
 def xacro_args(values):

@@ -56,6 +56,10 @@ class TargetFrames:
                 raise FrameError(f"frame '{frame}': no joint position for {exc.args[0]}") from None
         return self._lookup(base, frame, msg.header.stamp, transform_timeout) @ T
 
+    def lookup(self, base, frame, timeout=0.0):
+        """Return the latest transform (4x4) from ``frame`` into ``base`` through tf2; FrameError if there is none."""
+        return self._lookup(base, frame, Time().to_msg(), timeout)
+
     def _lookup(self, base, frame, stamp, timeout):
         if self.buffer is None:
             raise FrameError(f"frame '{frame}' is not a link of the robot and tf2_ros is not available; "
