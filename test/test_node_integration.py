@@ -214,8 +214,6 @@ def test_compute_fk(session, ik7):
     assert not bad.success and 'nowhere' in bad.message
 
 
-@pytest.mark.xfail(reason='the solver kernel (core/solver.py _search) holds the GIL for the whole timeout: it needs '
-                          'numba nogil=True for other threads to run during a solve', strict=False)
 def test_compute_fk_and_parameters_answer_during_a_long_solve(session, ik7):
     observer = session.observer
     searching = solve_request(ik7.fk(HOME), timeout=1.0, mode='manipulability')  # searches its whole timeout

@@ -84,11 +84,49 @@ def test_preemption_reports_only_what_was_executed_and_keeps_the_velocity_contin
     controller.load(_cubic_to([0.9, 0.0], 2.0), 0.0, 'first')  # within the limits for its first 0.5 s
     reports = _run(controller, 0.5)
     v_before = controller.reference[1].copy()
-    controller.load(_cubic_to([0.0, 0.0], 0.1), 0.501, 'second')  # back within 0.1 s: far too fast
+    controller.load(_cubic_to([0.0, 0.0], 0.1), 0.0, 'second')  # back within 0.1 s: far too fast
     q, v, step_reports = controller.update(0.501, 1e-3)
     assert np.allclose(v, v_before) and v_before[0] > 0.4  # the new spline starts from the current velocity
     reports += step_reports + _run_from(controller, 0.502, 1.0)
     assert [r.label for r in reports] == ['second']
+
+
+def _wave(t0, t1):
+    """Points of the smooth motion q = 0.1 (1 - cos(pi t)) on both joints at 20 Hz over (t0, t1], times from t0."""
+    times = np.arange(t0 + 0.05, t1 + 1e-9, 0.05)
+    q = 0.1 * (1 - np.cos(np.pi * times))
+    v = 0.1 * np.pi * np.sin(np.pi * times)
+    a = 0.1 * np.pi ** 2 * np.cos(np.pi * times)
+    column = np.ones((1, 2))
+    return jtc.Trajectory(times - t0, q[:, None] * column, v[:, None] * column, a[:, None] * column)
+
+
+def _positions(controller, t0, t1, dt=1e-3):
+    out = []
+    for k in range(int(round((t1 - t0) / dt))):
+        out.append(controller.update(t0 + k * dt, dt)[0].copy())
+    return np.array(out)
+
+
+@pytest.mark.parametrize('delay', [0.004, 0.049, 0.051, 0.2])
+def test_a_restamped_continuation_is_joined_in_step_however_late_it_arrives(delay):
+    """A trajectory planned at 0.3 s from the motion under way, arriving ``delay`` s late, changes nothing.
+
+    As in joint_trajectory_controller, the reference of the last control period is where the
+    continuation starts from, so the first segment may lag by one period (v dt); from the first point
+    ahead on, the motion is the original one.  Started on arrival instead, it would lag by ``delay``.
+    """
+    alone = TrajectoryController(np.zeros(2), LimitMonitor(_limits()))
+    relayed = TrajectoryController(np.zeros(2), LimitMonitor(_limits()))
+    arrival = int(round((0.3 + delay) / 1e-3))
+    for controller in (alone, relayed):
+        controller.load(_wave(0.0, 1.0), 0.0, 'wave')
+        _positions(controller, 0.0, arrival * 1e-3)
+    relayed.load(_wave(0.3, 1.0), -delay, 'continuation')  # stamped 0.3 s, received at 0.3 + delay
+    error = np.abs(_positions(relayed, arrival * 1e-3, 1.2) - _positions(alone, arrival * 1e-3, 1.2)).max(axis=1)
+    next_point = int(np.ceil((0.3 + delay) / 0.05 + 1e-9)) * 0.05 - arrival * 1e-3
+    assert error.max() <= 1.05 * 0.1 * np.pi * 1e-3, error.max()      # one period at the peak velocity
+    assert error[int(round(next_point / 1e-3)) + 1:].max() < 1e-9
 
 
 def _run_from(controller, t0, t1, dt=1e-3):

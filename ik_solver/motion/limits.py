@@ -57,11 +57,16 @@ class JointLimits:
 
 @dataclass
 class MotionState:
-    """Positions, velocities and accelerations of the joints at one instant, in chain order."""
+    """Positions, velocities and accelerations of the joints at one instant, in chain order.
+
+    ``time`` is that instant on the monotonic clock where it matters (a move planned from this state
+    is stamped with it, so the controller aligns the move with the motion it continues); None: now.
+    """
 
     position: np.ndarray
     velocity: np.ndarray
     acceleration: np.ndarray
+    time: float = None
 
     @classmethod
     def at_rest(cls, position):

@@ -21,6 +21,7 @@ from geometry_msgs.msg import PoseStamped
 from ik_solver_interfaces.srv import ComputeFK, PlanPath, SolveIK
 import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.duration import Duration
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -213,7 +214,8 @@ class IKSolverNode(Node):
         scaled = loaded.limits.scaled(values['velocity_scaling'] or loaded.default_velocity_scaling,
                                       values['acceleration_scaling'] or loaded.default_acceleration_scaling)
         workspace = (values['workspace.min'], values['workspace.max']) if is_set(values['workspace.min']) else None
-        return CommandGuard(scaled, workspace, values['max_joint_jump'], send=partial(_send, controller, history),
+        send = partial(_send, controller, history, self.get_clock())
+        return CommandGuard(scaled, workspace, values['max_joint_jump'], send=send,
                             collision=collision if values['avoid_collisions'] else None)
 
     def _variant(self, context, avoid):
@@ -380,16 +382,18 @@ class IKSolverNode(Node):
 
         The controller's reference, else a replay of our last command, else the
         measured state; when the reference and the measurement disagree, the measurement wins.
-        ``now``: monotonic time of the replay (default: now).
+        ``now``: monotonic time of the replay (default: now); the state is stamped with it, and so is the
+        trajectory planned from it.
         """
+        now = time.monotonic() if now is None else now
         limits = context.limits.limits
         measured = self.joint_states.state(context.model.chain.joint_names, limits.lower, limits.upper,
                                            velocity=limits.velocity, history=context.history)
         reference = context.controller.reference() or context.history.reference(now)
         if reference is None or np.abs(reference.position - measured.position).max() > self.joint_states.tolerance:
-            return measured
+            return replace(measured, time=now)
         return MotionState(np.clip(reference.position, limits.lower, limits.upper), reference.velocity,
-                           reference.acceleration)
+                           reference.acceleration, now)
 
     def _lead_ins(self, context, start, now, lead):
         """Return the ways to continue the current motion from ``start`` for ``lead`` s, the preferred first.
@@ -401,6 +405,8 @@ class IKSolverNode(Node):
         ``start`` extrapolated at constant acceleration (within the limits) to one point at ``lead``.
         """
         replay = context.history.reference(now)
+        if replay is not None:
+            replay.time = now
         if replay is not None and np.abs(replay.position - start.position).max() <= REPLAY_MATCH \
                 and np.abs(replay.velocity - start.velocity).max() <= REPLAY_MATCH / lead:
             history = context.history
@@ -680,10 +686,18 @@ class IKSolverNode(Node):
         return chain.base_link, result.sigma_min, manipulability(chain.jacobian(result.joints))
 
 
-def _send(controller, history, names, start, path):
-    """Send the trajectory to the controller and remember it: the guard's only way out."""
-    controller.send(trajectory_message(names, path))
-    history.sent(start, path)
+def _send(controller, history, clock, names, start, path):
+    """Send the trajectory to the controller and remember it: the guard's only way out.
+
+    It is stamped with the instant its start state describes (``start.time``, monotonic, turned into the
+    node's clock): a controller that honours header.stamp joins the move in step with the motion it
+    continues, and our replay of the command (``history``) runs on the same instant.
+    """
+    now = time.monotonic()
+    t0 = now if start.time is None else min(start.time, now)
+    stamp = clock.now() - Duration(nanoseconds=int((now - t0) * 1e9))
+    controller.send(trajectory_message(names, path, stamp.to_msg()))
+    history.sent(start, path, t0)
 
 
 class _MultiThreadedExecutor:

@@ -61,9 +61,15 @@ def to_duration(seconds):
     return Duration(sec=sec, nanosec=nanosec)
 
 
-def trajectory_message(names, path):
-    """Build the JointTrajectory of a TimedPath; header.stamp zero means 'start now' to the controller."""
+def trajectory_message(names, path, stamp=None):
+    """Build the JointTrajectory of a TimedPath.
+
+    ``stamp`` (builtin_interfaces/Time): when the path's time 0 is; joint_trajectory_controller then
+    joins it in step, however late it arrives.  None leaves it zero: 'start on arrival'.
+    """
     msg = JointTrajectory()
+    if stamp is not None:
+        msg.header.stamp = stamp
     msg.joint_names = list(names)
     # array('d') is taken as is by the message setters; lists are checked element by element.
     msg.points = [JointTrajectoryPoint(positions=array('d', q), velocities=array('d', v),

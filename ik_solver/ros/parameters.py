@@ -22,9 +22,10 @@ from ..motion.timing import SAMPLE_PERIOD
 
 #: Value of a list parameter that means "not set" (ROS parameters cannot be empty lists of a known type).
 UNSET = [0.0]
-#: Default command_lead_time [s]: longer than the usual transport delay to the controller (a few ms) by enough
-#: that a delay of a few ms moves the first segment's acceleration by little (about 6 v delay / lead**2).
-COMMAND_LEAD_TIME = 0.025
+#: Default command_lead_time [s]: none.  Every trajectory is stamped with the instant its start state
+#: describes, so a controller that honours header.stamp (joint_trajectory_controller does) joins it in
+#: step with the motion it continues, whatever the transport delay.  A lead-in is for controllers that do not.
+COMMAND_LEAD_TIME = 0.0
 
 
 @dataclass(frozen=True)
@@ -257,7 +258,9 @@ PARAMETERS = (
     Param('sample_period', SAMPLE_PERIOD, 'Time between trajectory points of a Ruckig-timed move [s]', 0.001, 0.1),
     Param('command_lead_time', COMMAND_LEAD_TIME, 'A new move keeps to the current motion for this long before '
           'it departs: the controller starts it from its own state after a transport delay, and a first point '
-          'this far ahead turns that mismatch into a small acceleration instead of a spike; 0: none [s]', 0.0, 0.2),
+          'this far ahead turns that mismatch into a small acceleration instead of a spike; only for controllers '
+          "that ignore header.stamp (every trajectory is stamped with its start state's instant); 0: none [s]",
+          0.0, 0.2),
     # Failures.
     Param('publish_approximation', False, 'On a failed solve, publish the best approximation if within the '
           'limits below; otherwise publish nothing'),

@@ -102,8 +102,12 @@ class Report:
 class TrajectoryController:
     """joint_trajectory_controller: splines from the current reference through each trajectory (jtc.SplineSampler).
 
-    A new trajectory preempts the current one and starts from the current
-    reference position, velocity and acceleration.  The splines are evaluated
+    A new trajectory preempts the current one.  As the controller, it aligns the
+    trajectory with its ``header.stamp``: from the current reference position,
+    velocity and acceleration to the first point still ahead; points already in
+    the past are skipped and the segment under way is joined (so a trajectory
+    planned from the motion it continues is joined in step, whatever the
+    transport delay).  The splines are evaluated
     ``BLOCK_STEPS`` physics steps at a time (one vectorised evaluation instead
     of one per step) and each executed step is checked: positions,
     velocities and the splines' accelerations; with linear interpolation
@@ -121,10 +125,13 @@ class TrajectoryController:
         self._block = None  # (first time, positions, velocities, accelerations, rows to check)
         self.reference = (np.array(q0, float), np.zeros(len(q0)), np.zeros(len(q0)))
 
-    def load(self, trajectory, start, label):
-        """Execute ``trajectory`` (jtc.Trajectory, controller order) from physics time ``start`` (ROS thread)."""
+    def load(self, trajectory, offset, label):
+        """Execute ``trajectory`` (jtc.Trajectory, controller order) stamped ``offset`` s from now (ROS thread).
+
+        0 (a zero stamp) starts it at the next physics step; a stamp in the past is negative.
+        """
         with self._lock:
-            self._pending = (trajectory, start, label)
+            self._pending = (trajectory, offset, label)
 
     def update(self, now, dt):
         """Servo reference (q, v) at physics time ``now`` (steps of ``dt``), and Reports of ended trajectories."""
@@ -133,9 +140,8 @@ class TrajectoryController:
             pending, self._pending = self._pending, None
         if pending is not None:
             reports += self._report()
-            trajectory, start, label = pending
-            q, v, a = self.reference
-            self._active, self._block = (jtc.SplineSampler(q, v, trajectory, a0=a), start, label), None
+            trajectory, offset, label = pending
+            self._active, self._block = self._aligned(trajectory, now, now + offset) + (label,), None
         if self._active is None or now < self._active[1]:
             if self.reference[1].any() or self.reference[2].any():  # hold still
                 q = self.reference[0]
@@ -152,6 +158,26 @@ class TrajectoryController:
             reports += self._report()
             self._active = None
         return q, v, reports
+
+    def _aligned(self, trajectory, now, start):
+        """(sampler, start time) of ``trajectory`` whose time 0 is ``start``, joined at physics time ``now``."""
+        t = trajectory
+        past = int(np.searchsorted(start + t.times, now, side='right'))  # points at or before now
+        if past == 0:  # from the reference now to the first point, at its stamped time
+            q, v, a = self.reference
+            ahead = jtc.Trajectory(t.times + (start - now), t.positions, t.velocities, t.accelerations)
+            return jtc.SplineSampler(q, v, ahead, a0=a), now
+        k = past - 1
+        if past == len(t.times):  # all played out: hold the last point, as the controller does
+            t = jtc.Trajectory(t.times[k:] + 1e-9, t.positions[k:], _zeros_like(t.velocities, k),
+                               _zeros_like(t.accelerations, k))
+            return jtc.SplineSampler(t.positions[0], np.zeros(t.positions.shape[1]), t), now - 1.0
+        rest = jtc.Trajectory(t.times[k + 1:] - t.times[k], t.positions[k + 1:], _tail(t.velocities, k + 1),
+                              _tail(t.accelerations, k + 1))
+        zero = np.zeros(t.positions.shape[1])
+        v0 = zero if t.velocities is None else t.velocities[k]
+        a0 = zero if t.accelerations is None else t.accelerations[k]
+        return jtc.SplineSampler(t.positions[k], v0, rest, a0=a0), start + t.times[k]
 
     def _row(self, sampler, t, dt):
         """Return the block of evaluated steps that holds time ``t`` and its row (evaluating a new block if needed)."""
@@ -172,6 +198,14 @@ class TrajectoryController:
             return []
         violations = self.monitor.take()
         return [Report(self.kind, self._active[2], violations)] if violations else []
+
+
+def _tail(values, k):
+    return None if values is None else values[k:]
+
+
+def _zeros_like(values, k):
+    return None if values is None else np.zeros_like(values[k:])
 
 
 class StreamRate:

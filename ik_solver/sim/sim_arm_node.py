@@ -179,13 +179,12 @@ class SimArmNode(Node):
             return
         trajectory = jtc.reorder(list(msg.joint_names), points, self.joint_names)
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        # The controller runs on the physics clock, as JTC on its update loop's.  A stamp in the past starts
-        # the trajectory now, never part-way through (which would make the reference jump).
-        delay = 0.0 if stamp == 0.0 else max(0.0, stamp - self.get_clock().now().nanoseconds * 1e-9)
-        start = self.sim.time + delay
+        # The controller runs on the physics clock, as JTC on its update loop's; the stamp places the
+        # trajectory's time 0 relative to now (zero: on arrival), and the controller aligns it with that.
+        offset = 0.0 if stamp == 0.0 else stamp - self.get_clock().now().nanoseconds * 1e-9
         self._trajectories += 1
         label = f'trajectory #{self._trajectories} ({len(points)} points, {points[-1][0]:.3f} s)'
-        self.controller.load(trajectory, start, label)
+        self.controller.load(trajectory, offset, label)
 
     def _on_command(self, msg, info):
         values = np.asarray(msg.data, float)

@@ -226,7 +226,7 @@ def main(argv=None):
     if args.flood:
         return flood_publisher(args.flood)
     if args.echo:
-        from .spin import run_node
+        from ..ros.spin import run_node
         return run_node(echo_node, [a for a in sys.argv if a != '--echo'])
     rclpy.init()
     chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')

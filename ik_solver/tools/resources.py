@@ -17,10 +17,10 @@ def share_path(*parts):
         from ament_index_python.packages import get_package_share_directory
         base = pathlib.Path(get_package_share_directory('ik_solver'))
     except Exception:  # not installed with colcon: running from the source tree
-        base = pathlib.Path(__file__).resolve().parents[1]
+        base = pathlib.Path(__file__).resolve().parents[2]
     path = base.joinpath(*parts)
     if not path.exists():
-        source = pathlib.Path(__file__).resolve().parents[1].joinpath(*parts)
+        source = pathlib.Path(__file__).resolve().parents[2].joinpath(*parts)
         path = source if source.exists() else path
     return str(path)
 
