@@ -35,8 +35,8 @@ from .joint_states import CommandHistory, JointStateTracker, StateError
 from .messages import joint_positions, joint_state, matrix_to_pose, trajectory_message, vector_from
 from .model_source import ModelSource
 from .outcome import Outcome, OutcomeReporter
-from .parameters import BY_NAME, check_all, is_set, package_file, PARAMETERS, ParameterSet, solver_options, \
-    xacro_args
+from .parameters import BY_NAME, check_all, is_set, load_limits, move_limits, package_file, PARAMETERS, \
+    ParameterSet, solver_options, xacro_args
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
 from ..core.exceptions import ModelError
@@ -157,17 +157,11 @@ class IKSolverNode(Node):
 
     def _use_model(self, model):
         """Build a fresh Context for ``model`` (ModelSource's on_model); ValueError if the parameters do not fit."""
-        from ..motion.limits import load_joint_limits
         p = self.params
         reason = check_all(p.values, model.chain.n)
         if reason is not None:
             raise ValueError(reason)
-        try:
-            limits = load_joint_limits(model.chain, p['joint_limits_file'] or None)
-        except (OSError, ModelError) as exc:
-            raise ValueError(f"joint_limits_file '{p['joint_limits_file']}': {exc}") from None
-        for note in limits.notes:
-            self.get_logger().info(f'joint limits: {note}')
+        limits = load_limits(p.values, model.chain, self.get_logger())
         world = self._collision_world(model)
         collision = world.model if world is not None else None
         solver = self._build_solver(model.chain, p.values, collision)
@@ -211,8 +205,7 @@ class IKSolverNode(Node):
         return IKSolver(chain, solver_options(values, chain), **extra)
 
     def _build_guard(self, loaded, values, controller, history, collision=None):
-        scaled = loaded.limits.scaled(values['velocity_scaling'] or loaded.default_velocity_scaling,
-                                      values['acceleration_scaling'] or loaded.default_acceleration_scaling)
+        scaled = move_limits(loaded, values)
         workspace = (values['workspace.min'], values['workspace.max']) if is_set(values['workspace.min']) else None
         send = partial(_send, controller, history, self.get_clock())
         return CommandGuard(scaled, workspace, values['max_joint_jump'], send=send,

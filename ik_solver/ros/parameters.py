@@ -15,9 +15,11 @@ import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.parameter import Parameter
 
+from ..core.exceptions import ModelError
 from ..core.methods import METHOD_NAMES
 from ..core.nullspace import NullspaceGoals
 from ..core.solver import SolverOptions
+from ..motion.limits import load_joint_limits
 from ..motion.timing import SAMPLE_PERIOD
 
 #: Value of a list parameter that means "not set" (ROS parameters cannot be empty lists of a known type).
@@ -349,3 +351,20 @@ def solver_options(values, chain=None):
 
 def defaults():
     return {p.name: p.default for p in PARAMETERS}
+
+
+def load_limits(values, chain, logger):
+    """Return the LoadedLimits of ``joint_limits_file`` for ``chain``, notes logged; ValueError if unusable."""
+    try:
+        loaded = load_joint_limits(chain, values['joint_limits_file'] or None)
+    except (OSError, ModelError) as exc:
+        raise ValueError(f"joint_limits_file '{values['joint_limits_file']}': {exc}") from None
+    for note in loaded.notes:
+        logger.info(f'joint limits: {note}')
+    return loaded
+
+
+def move_limits(loaded, values):
+    """Return the limits a command may use: ``loaded`` scaled by velocity/acceleration_scaling (0: the file's)."""
+    return loaded.limits.scaled(values['velocity_scaling'] or loaded.default_velocity_scaling,
+                                values['acceleration_scaling'] or loaded.default_acceleration_scaling)

@@ -3,7 +3,7 @@
 The per-cycle maths is ``motion.servo.Servo`` (no ROS); this node is wiring
 around it, made of the parts the IK node uses: the robot model
 (``ModelSource``), the joint-state checks (``JointStateTracker``), target
-frames (``TargetFrames``), the limits (``load_joint_limits``), the parameter
+frames (``TargetFrames``), the limits (``load_limits``), the parameter
 table machinery (``ParameterSet``) and the one ``CommandGuard`` every
 outgoing command crosses.
 
@@ -36,13 +36,11 @@ from .diagnostics import DiagnosticsPublisher
 from .joint_states import JointStateTracker, StateError
 from .messages import to_duration
 from .model_source import ModelSource
-from .parameters import ParameterSet
+from .parameters import load_limits, move_limits, ParameterSet
 from .servo_parameters import (FLOAT64_MULTI_ARRAY, JOINT_JOG, JOINT_STATE, model_arguments, SERVO_PARAMETERS,
                                settings_from)
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
-from ..core.exceptions import ModelError
-from ..motion.limits import load_joint_limits
 from ..motion.servo import JointJogCommand, PoseCommand, Servo, Status, TwistCommand
 
 try:  # optional: not on PyPI
@@ -121,14 +119,7 @@ class ServoNode(Node):
     def _use_model(self, model):
         """Limits, servo and guard for a model (ModelSource's on_model); ValueError if the parameters do not fit."""
         p = self.params
-        try:
-            loaded = load_joint_limits(model.chain, p['joint_limits_file'] or None)
-        except (OSError, ModelError) as exc:
-            raise ValueError(f"joint_limits_file '{p['joint_limits_file']}': {exc}") from None
-        for note in loaded.notes:
-            self.get_logger().info(f'joint limits: {note}')
-        limits = loaded.limits.scaled(p['velocity_scaling'] or loaded.default_velocity_scaling,
-                                      p['acceleration_scaling'] or loaded.default_acceleration_scaling)
+        limits = move_limits(load_limits(p.values, model.chain, self.get_logger()), p.values)
         servo = Servo(model.chain, limits, settings_from(p.values, model.chain))
         servo.warm_up()
         with self._lock:
