@@ -828,6 +828,7 @@ class IKSolver:
                 raise ValueError(f'target position contains NaN or inf: {T.tolist()}')
             pose = np.eye(4)
             pose[:3, 3] = T
+            check_pose(pose, 'target')
             return pose, True
         if T.shape != (4, 4):
             raise ValueError(f'target must be a 4x4 pose or a 3-vector position, got shape {T.shape}')

@@ -102,18 +102,26 @@ def _rotation_defect(R):
 _ROTATION_DEFECTS = {1: 'contains NaN or inf', 2: 'is not orthonormal', 3: 'is a reflection (det -1)'}
 
 
+#: Largest target coordinate [m]: far beyond any arm's reach, so a larger one is a unit or frame error (and
+#: its square would overflow the distances an answer reports).
+MAX_POSITION = 1e6
+
+
 @njit(cache=True)
 def pose_defect(T):
     """0 if T is a valid homogeneous transform, else a code for POSE_DEFECTS."""
     for r in range(3):
         if not np.isfinite(T[r, 3]):
             return 4
+        if abs(T[r, 3]) > MAX_POSITION:
+            return 6
     if T[3, 0] != 0.0 or T[3, 1] != 0.0 or T[3, 2] != 0.0 or T[3, 3] != 1.0:
         return 5
     return _rotation_defect(T[:3, :3])
 
 
 POSE_DEFECTS = {4: 'position contains NaN or inf', 5: 'last row must be [0, 0, 0, 1]',
+                6: f'position is beyond {MAX_POSITION:g} m (a unit or frame error?)',
                 **{k: f'rotation {v}' for k, v in _ROTATION_DEFECTS.items()}}
 
 
