@@ -67,8 +67,8 @@ SUPPRESSED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 @settings(max_examples=300, deadline=None, suppress_health_check=SUPPRESSED)
 @given(target=targets(), seed_offset=st.lists(any_float, min_size=7, max_size=7), chosen=options(),
        seed_kind=st.sampled_from(['none', 'inside', 'raw']))
-def test_any_input_gets_a_value_error_or_a_finite_in_limits_result_on_time(solver, ik7, target, seed_offset,
-                                                                            chosen, seed_kind):
+def test_any_input_gets_a_value_error_or_a_finite_in_limits_result_on_time(
+        solver, ik7, target, seed_offset, chosen, seed_kind):
     seed = {'none': None, 'inside': np.clip(np.nan_to_num(np.array(seed_offset)), ik7.lower, ik7.upper),
             'raw': np.array(seed_offset)}[seed_kind]
     start = time.perf_counter()
