@@ -32,7 +32,8 @@ from . import graph_features
 from .command_guard import CommandGuard
 from .controller import ControllerInterface
 from .joint_states import CommandHistory, JointStateTracker, StateError
-from .messages import joint_positions, joint_state, matrix_to_pose, trajectory_message, vector_from
+from .messages import joint_positions, joint_state, matrix_to_pose, pose_to_matrix, trajectory_message, \
+    vector_from
 from .model_source import ModelSource
 from .outcome import Outcome, OutcomeReporter
 from .parameters import BY_NAME, check_all, is_set, load_limits, move_limits, package_file, PARAMETERS, \
@@ -287,6 +288,11 @@ class IKSolverNode(Node):
 
     def _on_target(self, msg):
         arrival = time.monotonic()
+        try:
+            pose_to_matrix(msg.pose)  # a malformed pose is answered now, never kept waiting
+        except ValueError as exc:
+            self.reporter.report(Outcome('topic', 'invalid_input', str(exc)))
+            return
         age = self._target_age(msg, arrival)
         if age > self.params['max_target_age']:
             self.reporter.report(Outcome('topic', 'expired', f'target is {age:.3f} s old on arrival '
