@@ -22,13 +22,17 @@ from ros_fixtures import poll, Session, start, trajectory_points  # noqa: I100
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 DOWN = [1.0, 0.0, 0.0, 0.0]
 TARGET_TIMEOUT = 2.0
+#: Generous for a loaded CI machine, where the test's own 50 Hz joint_states thread can starve for 0.5 s.
+JOINT_STATES_TIMEOUT = 2.0
+MAX_TARGET_AGE = 1.0
 
 
 @pytest.fixture(scope='module')
 def session(ik7):
     s = Session(ik7.joint_names)
     try:
-        s.node = s.add(start('ros.ik_node', target_timeout=TARGET_TIMEOUT))
+        s.node = s.add(start('ros.ik_node', target_timeout=TARGET_TIMEOUT, joint_states_timeout=JOINT_STATES_TIMEOUT,
+                             max_target_age=MAX_TARGET_AGE))
         assert s.wait_service(s.observer.solve_client), s.node.output()
         assert s.wait_service(s.observer.fk_client) and s.wait_service(s.param_client)
         s.path_client = s.observer.create_client(PlanPath, 'ik_solver/plan_path')
@@ -119,7 +123,7 @@ def test_bad_joint_states_are_refused_not_planned_from(session, ik7, names, posi
 def test_stale_joint_states_give_stale_state(session, ik7):
     session.hold_joints(None, None)
     session.publish_joints(ik7.joint_names, HOME)
-    time.sleep(1.0)  # joint_states_timeout is 0.5 s
+    time.sleep(JOINT_STATES_TIMEOUT + 0.5)
     status = _send_and_expect_nothing(session, ik7.fk(HOME + 0.05))
     session.hold_joints(ik7.joint_names, HOME)
     assert status.reason == 'stale_state' and 'joint_states_timeout' in status.message
@@ -432,7 +436,7 @@ def test_flood_from_two_publishers_leaves_the_node_responsive_and_acting_on_fres
           f'{sum(s.superseded for s in statuses)} superseded, target age p50 {np.median(ages) * 1e3:.1f} ms, '
           f'p99 {np.percentile(ages, 99) * 1e3:.1f} ms, ~/solve round trip max {max(round_trips) * 1e3:.0f} ms')
     assert published > 1000 and len(statuses) > 10 and session.node.alive()
-    assert ages.max() <= 0.5 + 0.05  # max_target_age: older targets expire instead of being acted on
+    assert ages.max() <= MAX_TARGET_AGE + 0.05  # older targets expire instead of being acted on
     assert max(round_trips) < 5.0  # seconds: generous, the test machine may be loaded
     assert 'ERROR' not in session.node.output()
 

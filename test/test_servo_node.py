@@ -175,6 +175,7 @@ def test_a_one_second_twist_moves_the_tip_that_far(arm, ik7, frame, linear, angu
     assert accept(results[-1]), results
 
 
+@LOAD_SENSITIVE
 def test_stretching_into_the_singularity_decelerates_halts_and_reversing_leaves(arm, ik7):
     since = at_home(arm)
     arm.client.stream(lambda t: arm.client.twist((0.15, 0.0, 0.0)), 6.0)

@@ -92,6 +92,10 @@ def _number(name, value, low=-np.inf, high=np.inf, integer=False, open_low=False
         raise ValueError(f'{name} must be {bound} {low:g} and <= {high:g}, got {value}')
 
 
+#: Smallest non-zero task weight (weights are relative; 0 frees an axis).
+MIN_WEIGHT = 1e-9
+
+
 @dataclass
 class SolverOptions:
     """Tuning of the solve loop; the defaults suit arms of human to industrial size (metres)."""
@@ -154,6 +158,8 @@ class SolverOptions:
         w = _six('weights', self.weights)
         if np.any(w < 0) or not np.all(np.isfinite(w)) or np.any(w > 1e12):
             raise ValueError(f'weights must be 6 finite values >= 0, got {w.tolist()}')
+        if np.any((w > 0) & (w < MIN_WEIGHT)):  # a tiny weight is a typo, and its inverse overflows
+            raise ValueError(f'weights must be 0 or at least {MIN_WEIGHT:g}, got {w.tolist()}')
         if self.position_only:
             w[3:] = 0.0
         if self.orientation_only:
