@@ -30,7 +30,7 @@ def arm(ik7):
         s.sim = s.add(start('sim.sim_arm_node', joint_limits_file=LIMITS_FILE))
         # 0.8: commanded peaks at 80 % of the limits leave room for the servos' tracking overshoot
         s.node = s.add(start('ros.ik_node', velocity_scaling=0.8, acceleration_scaling=0.8,
-                             joint_limits_file=LIMITS_FILE))
+                             joint_limits_file=LIMITS_FILE, max_target_age=2.0, timeout=0.05))  # a loaded CI
         assert s.observer.wait_ready(60.0), s.node.output() + s.sim.output()
         s.accelerations, s.violations = [], []
         s.observer.create_subscription(Float64MultiArray, 'sim_arm/measured_accelerations',
