@@ -327,8 +327,8 @@ def _task_jacobian(chain, Rt, fp, ip, ws):
 
 
 @njit(cache=True)
-def _sigma_min(Jw, fp):
-    """Smallest singular value of the task rows of Jw (masked rows left out)."""
+def _task_rows(Jw, fp):
+    """Copy the task rows of Jw, leaving out the rows whose weight is 0 (masked axes)."""
     m = 0
     for r in range(6):
         m += fp[FP_SW + r] > 0.0
@@ -338,7 +338,13 @@ def _sigma_min(Jw, fp):
         if fp[FP_SW + r] > 0.0:
             A[k] = Jw[r]
             k += 1
-    return smallest_singular_value(A)
+    return A
+
+
+@njit(cache=True)
+def _sigma_min(Jw, fp):
+    """Smallest singular value of the task rows of Jw (masked rows left out)."""
+    return smallest_singular_value(_task_rows(Jw, fp))
 
 
 @njit(cache=True)
@@ -347,16 +353,7 @@ def _exact_sigma(q, chain, T, fp, ip):
     ws = _workspace(chain[2].shape[0], q.shape[0])
     kin.frames(q, *chain, ws[0], ws[1], ws[2])
     Jw = _task_jacobian(chain, np.ascontiguousarray(T[:3, :3]), fp, ip, ws)
-    rows = 0
-    for r in range(6):
-        rows += fp[FP_SW + r] > 0.0
-    A = np.empty((rows, Jw.shape[1]))
-    k = 0
-    for r in range(6):
-        if fp[FP_SW + r] > 0.0:
-            A[k] = Jw[r]
-            k += 1
-    return np.linalg.svd(A)[1][-1]
+    return np.linalg.svd(_task_rows(Jw, fp))[1][-1]
 
 
 @njit(cache=True)
