@@ -81,6 +81,14 @@ SERVO_PARAMETERS = tuple(BY_NAME[name] for name in _SHARED) + (
 )
 
 TABLE = {p.name: p for p in SERVO_PARAMETERS}
+#: Parameters that ServoSettings takes as they are, in the field named by ``_field``.
+_SETTINGS = ('publish_period', 'command_in_type', 'scale.linear', 'scale.rotational', 'scale.joint',
+             'lower_singularity_threshold', 'hard_stop_singularity_threshold',
+             'leaving_singularity_threshold_multiplier', 'joint_limit_margin', 'incoming_command_timeout',
+             'num_outgoing_halt_msgs_to_publish', 'damping_max', 'epsilon', 'acceleration_ramp_time',
+             'pose_tracking.linear_gain', 'pose_tracking.angular_gain', 'pose_tracking.max_linear_speed',
+             'pose_tracking.max_angular_speed', 'pose_tracking.position_tolerance',
+             'pose_tracking.orientation_tolerance', 'nullspace.gain')
 
 
 def settings_from(values, chain=None):
@@ -93,30 +101,18 @@ def settings_from(values, chain=None):
         pole_link=values['nullspace.pole_link'] or None,
         pole_target=np.array(values['nullspace.pole_target'], float))
     settings = ServoSettings(
-        publish_period=values['publish_period'], command_in_type=values['command_in_type'],
-        scale_linear=values['scale.linear'], scale_rotational=values['scale.rotational'],
-        scale_joint=values['scale.joint'],
-        lower_singularity_threshold=values['lower_singularity_threshold'],
-        hard_stop_singularity_threshold=values['hard_stop_singularity_threshold'],
-        leaving_singularity_threshold_multiplier=values['leaving_singularity_threshold_multiplier'],
-        joint_limit_margin=values['joint_limit_margin'],
-        incoming_command_timeout=values['incoming_command_timeout'],
-        num_outgoing_halt_msgs_to_publish=values['num_outgoing_halt_msgs_to_publish'],
-        damping_max=values['damping_max'], epsilon=values['epsilon'],
+        **{_field(name): values[name] for name in _SETTINGS}, nullspace=goals,
         drift_dimensions=drift_dimensions(values['drift_dimensions']),
-        acceleration_ramp_time=values['acceleration_ramp_time'],
-        pose_linear_gain=values['pose_tracking.linear_gain'],
-        pose_angular_gain=values['pose_tracking.angular_gain'],
-        pose_max_linear_speed=values['pose_tracking.max_linear_speed'],
-        pose_max_angular_speed=values['pose_tracking.max_angular_speed'],
-        pose_position_tolerance=values['pose_tracking.position_tolerance'],
-        pose_orientation_tolerance=values['pose_tracking.orientation_tolerance'],
-        nullspace=goals, nullspace_gain=values['nullspace.gain'],
         follow_measured=values['command_out_kind'] == 'velocity')
     settings.check()
     if chain is not None and goals.active:
         goals.validate(chain)
     return settings
+
+
+def _field(name):
+    """Return the ServoSettings field of a parameter: 'pose_tracking.linear_gain' -> 'pose_linear_gain'."""
+    return name.replace('pose_tracking.', 'pose_').replace('.', '_')
 
 
 def drift_dimensions(text):
