@@ -1,7 +1,7 @@
 """World obstacles (boxes, spheres, cylinders) from a YAML scene file.
 
 The IK node, the collision model and the MuJoCo simulator all read the same
-scene file, so this module depends on numpy, yaml and core.transforms only:
+scene file, so this module depends on numpy and core (transforms, yaml_files) only:
 the simulator must be able to import it without Pinocchio.  Sizes follow the URDF / MoveIt
 conventions: a box is given by its full edge lengths, a sphere by its radius,
 a cylinder by its radius and its full length along its local z axis.
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import math
 
 import numpy as np
-import yaml
 
 from ..core.transforms import quaternion_to_matrix
+from ..core.yaml_files import read_yaml
 
 #: Number of size values per shape, and what they mean.
 SHAPE_SIZES = {'box': ('x', 'y', 'z'), 'sphere': ('radius',), 'cylinder': ('radius', 'length')}
@@ -101,13 +101,8 @@ def duplicate_names(names):
 
 def load_scene(path):
     """Obstacles of the YAML scene file ``path``; raise SceneError if it is missing or invalid."""
-    try:
-        with open(path, encoding='utf-8') as f:
-            data = yaml.safe_load(f)
-    except OSError as exc:
-        raise SceneError(f'cannot read scene file {path}: {exc.strerror}') from None
-    except yaml.YAMLError as exc:
-        raise SceneError(f'scene file {path} is not valid YAML: {exc}') from None
+    data = read_yaml(path, SceneError, 'cannot read scene file {path}: {exc.strerror}',
+                     'scene file {path} is not valid YAML: {exc}')
     return parse_scene(data, source=f'scene file {path}')
 
 

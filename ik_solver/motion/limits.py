@@ -13,7 +13,8 @@ limits, so where none is given anywhere ``DEFAULT_ACCELERATION`` is assumed
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import yaml
+
+from ..core.yaml_files import read_yaml
 
 #: Acceleration [rad/s^2 or m/s^2] assumed where neither the yaml nor an override gives one.  It is
 #: MoveIt's own fallback (time_optimal_trajectory_generation's default of 1.0 when a joint has none):
@@ -108,13 +109,8 @@ def load_joint_limits(chain, joint_limits_file=None, overrides=None):
 
 
 def _merge_yaml(path, merged, result):
-    try:
-        with open(path, encoding='utf-8') as stream:
-            document = yaml.safe_load(stream)
-    except OSError as error:
-        raise ValueError(f'joint_limits_file {path!r} cannot be read: {error}') from None
-    except yaml.YAMLError as error:
-        raise ValueError(f'joint_limits_file {path!r} is not valid YAML: {error}') from None
+    document = read_yaml(path, ValueError, 'joint_limits_file {path!r} cannot be read: {exc}',
+                         'joint_limits_file {path!r} is not valid YAML: {exc}')
     if not isinstance(document, dict) or not isinstance(document.get('joint_limits'), dict):
         raise ValueError(f"joint_limits_file {path!r} has no 'joint_limits:' mapping at the top level")
     for key, attribute in (('default_velocity_scaling_factor', 'default_velocity_scaling'),
