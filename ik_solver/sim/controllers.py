@@ -8,7 +8,7 @@ reference the physics executes and reports what went beyond the position,
 velocity or acceleration limits, so tests can assert that nothing did.
 
 Each controller gives, at every physics step, the servo reference (position,
-velocity) at the physics time, as a real controller samples its splines at its
+velocity, acceleration) at the physics time, as a real controller samples its splines at its
 update loop's fixed period (sampling at the jittery wall-clock time of a
 non-real-time thread would shake a stiff servo).  Commands arrive on the ROS
 thread and are taken over by the physics thread under a lock.
@@ -102,17 +102,21 @@ class Report:
 class TrajectoryController:
     """joint_trajectory_controller: splines from the current reference through each trajectory (jtc.SplineSampler).
 
-    A new trajectory preempts the current one.  As the controller, it aligns the
-    trajectory with its ``header.stamp``: from the current reference position,
-    velocity and acceleration to the first point still ahead; points already in
-    the past are skipped and the segment under way is joined (so a trajectory
-    planned from the motion it continues is joined in step, whatever the
-    transport delay).  The splines are evaluated
-    ``BLOCK_STEPS`` physics steps at a time (one vectorised evaluation instead
-    of one per step) and each executed step is checked: positions,
-    velocities and the splines' accelerations; with linear interpolation
-    (positions only) the velocity jumps at the points, and the acceleration
-    checked is the velocity change per step.
+    A new trajectory preempts the current one.  As the controller (with
+    ``interpolate_from_desired_state``), it aligns the trajectory with its
+    ``header.stamp``: from the reference the current trajectory gives at that
+    instant (position, velocity, acceleration) to the first point still ahead;
+    points already in the past are skipped and the segment under way is joined
+    (so a trajectory planned from the motion it continues is joined in step,
+    whatever the transport delay, and where it differs from the motion under
+    way at that instant the reference steps, as the real controller's does).
+    The splines are evaluated ``BLOCK_STEPS`` physics steps at a time (one
+    vectorised evaluation instead of one per step) and each executed step is
+    checked: positions, the splines' velocities and accelerations, and the
+    reference's own differences over the step (position change / step,
+    velocity change / step), which no continuous spline makes larger than its
+    peaks but which see every step of the reference: at a join, or at the
+    points of a linear interpolation (positions only).
     """
 
     kind = 'joint_trajectory'
@@ -120,51 +124,71 @@ class TrajectoryController:
     def __init__(self, q0, monitor):
         self.monitor = monitor
         self._lock = threading.Lock()
-        self._pending = None
-        self._active = None  # (sampler, start, label)
-        self._block = None  # (first time, positions, velocities, accelerations, rows to check)
+        self._pending = deque()  # (trajectory, start, label, arrival), in the order they arrived
+        self._active = None  # (sampler, its start, label, the trajectory's time 0: reports count from it)
+        #: (first time, positions, velocities, accelerations, position and velocity steps / dt, rows to check)
+        self._block = None
         self.reference = (np.array(q0, float), np.zeros(len(q0)), np.zeros(len(q0)))
 
-    def load(self, trajectory, offset, label):
-        """Execute ``trajectory`` (jtc.Trajectory, controller order) stamped ``offset`` s from now (ROS thread).
+    def load(self, trajectory, start, label, arrival=None):
+        """Execute ``trajectory`` (jtc.Trajectory, controller order) from ``start`` (ROS thread).
 
-        0 (a zero stamp) starts it at the next physics step; a stamp in the past is negative.
+        ``start``: the controller-clock time of the trajectory's time 0 (its
+        ``header.stamp``), possibly in the past; None (a zero stamp): on arrival.
+        ``arrival``: the controller-clock time it arrived at; the controller takes
+        it over at its first step from then on (None: the next step), so a
+        controller running behind the clock takes over the trajectories of a
+        stream one after the other, as they arrived; of several arrived within
+        one step, the newest.
         """
         with self._lock:
-            self._pending = (trajectory, offset, label)
+            self._pending.append((trajectory, start, label, -np.inf if arrival is None else arrival))
 
     def update(self, now, dt):
-        """Servo reference (q, v) at physics time ``now`` (steps of ``dt``), and Reports of ended trajectories."""
+        """Servo reference (q, v, a) at physics time ``now`` (steps of ``dt``), and Reports of ended trajectories."""
         reports = []
+        pending = None
         with self._lock:
-            pending, self._pending = self._pending, None
+            while self._pending and self._pending[0][3] <= now + 0.5 * dt:
+                pending = self._pending.popleft()
         if pending is not None:
+            trajectory, start, label, _ = pending
+            start = now if start is None else start
+            joined = self._aligned(trajectory, now, start, self._state_at(now))
             reports += self._report()
-            trajectory, offset, label = pending
-            self._active, self._block = self._aligned(trajectory, now, now + offset) + (label,), None
+            self._active, self._block = joined + (label, start), None
         if self._active is None or now < self._active[1]:
             if self.reference[1].any() or self.reference[2].any():  # hold still
                 q = self.reference[0]
                 self.reference = (q, np.zeros_like(q), np.zeros_like(q))
-            return self.reference[0], self.reference[1], reports
-        sampler, start, _ = self._active
+            return self.reference + (reports,)
+        sampler, start, _, origin = self._active
         t = now - start
         block, row = self._row(sampler, t, dt)
         q, v, a = block[1][row], block[2][row], block[3][row]
-        if block[4][row]:
-            self.monitor.check(t, q, v, a)
+        if block[6][row]:
+            self.monitor.check(now - origin, q, v, a)
+            self.monitor.check(now - origin, q, block[4][row], block[5][row])
         self.reference = (q, v, a)
         if t >= sampler.end_time:
             reports += self._report()
             self._active = None
-        return q, v, reports
+        return q, v, a, reports
 
-    def _aligned(self, trajectory, now, start):
-        """(sampler, start time) of ``trajectory`` whose time 0 is ``start``, joined at physics time ``now``."""
+    def _state_at(self, now):
+        """Return the reference (q, v, a) the current trajectory gives at ``now`` (held at rest without one)."""
+        if self._active is None:
+            return self.reference
+        sampler, start, _, _ = self._active
+        q, v, a, _ = sampler.evaluate(np.array([now - start]))
+        return q[0], v[0], a[0]
+
+    def _aligned(self, trajectory, now, start, state):
+        """(sampler, start time) of ``trajectory`` whose time 0 is ``start``, joined at ``now`` from ``state``."""
         t = trajectory
         past = int(np.searchsorted(start + t.times, now, side='right'))  # points at or before now
         if past == 0:  # from the reference now to the first point, at its stamped time
-            q, v, a = self.reference
+            q, v, a = state
             ahead = jtc.Trajectory(t.times + (start - now), t.positions, t.velocities, t.accelerations)
             return jtc.SplineSampler(q, v, ahead, a0=a), now
         k = past - 1
@@ -187,9 +211,10 @@ class TrajectoryController:
                 return self._block, row
         times = t + dt * np.arange(BLOCK_STEPS)
         q, v, a, _ = sampler.evaluate(times)
-        if sampler.velocities is None:  # linear interpolation: the velocity steps at each point
-            a = np.diff(v, axis=0, prepend=self.reference[1][None]) / dt
-        self._block = (t, q, v, a, self.monitor.exceeded(q, v, a))
+        stepped = (np.diff(q, axis=0, prepend=self.reference[0][None]) / dt,
+                   np.diff(v, axis=0, prepend=self.reference[1][None]) / dt)
+        check = self.monitor.exceeded(q, v, a) | self.monitor.exceeded(q, *stepped)
+        self._block = (t, q, v, a) + stepped + (check,)
         return self._block, 0
 
     def _report(self):
@@ -293,10 +318,10 @@ class ForwardController:
             return Report(self.kind, f'command #{self._count}', violations) if violations else None
 
     def update(self, now, dt):
-        """Servo reference (q, v) for the next physics step of ``dt`` seconds, and Reports (limit hits)."""
+        """Servo reference (q, v, a) for the next physics step of ``dt`` seconds, and Reports (limit hits)."""
         with self._lock:
             if self.kind == 'forward_position':
-                return self._target, np.zeros_like(self._target), []
+                return self._target, np.zeros_like(self._target), np.zeros_like(self._target), []
             unclipped = self._target + self._velocity * dt
             q = np.clip(unclipped, self.monitor.lower, self.monitor.upper)
             at_limit = q != unclipped
@@ -306,4 +331,4 @@ class ForwardController:
                 self.monitor.check(now, unclipped)
                 reports.append(Report(self.kind, f'integrated command #{self._count}', self.monitor.take()))
             self._target, self._at_limit = q, at_limit
-        return q, v, reports
+        return q, v, np.zeros_like(q), reports

@@ -1,9 +1,13 @@
 """A URDF arm in MuJoCo with position servos, as a ros2_control position interface would drive it.
 
 Each joint gets a position servo (stiffness ``kp``) plus a velocity servo
-(damping ``kv``) fed with the commanded velocity, rotor ``armature``, and
-gravity compensation, as a real arm's joint controllers provide.  Masses and
-inertias are the URDF's ``<inertial>`` only.
+(damping ``kv``) fed with the commanded velocity, rotor ``armature``, gravity
+compensation and the commanded acceleration's inertial torque (M(q) a, a
+drive's model-based feed-forward), as a real arm's joint controllers provide.
+Without that feed-forward the servos alone would track a jerk-limited
+acceleration with a lag and an overshoot of their own (the heavy shoulder
+joints: ~1.5 x the commanded peak), which is no property of the command.
+Masses and inertias are the URDF's ``<inertial>`` only.
 
 World objects (a scene's boxes, spheres and cylinders) become static geoms, so
 the physics can witness collisions: the arm's URDF ``<collision>`` primitives
@@ -69,6 +73,7 @@ class ArmSimulation:
         self._contacts = {}  # (link, object) -> deepest distance since the last contacts()
         self.kinematic = kinematic
         self.acceleration = np.zeros(len(names))
+        self._feedforward = np.zeros((2, self.model.nv))  # commanded accelerations, their torques M(q) a
         if initial_positions is not None:
             self.data.qpos[self._qpos] = initial_positions
         mujoco.mj_forward(self.model, self.data)
@@ -104,10 +109,14 @@ class ArmSimulation:
     def velocities(self):
         return self.data.qvel[self._qvel].copy()
 
-    def command(self, positions, velocities):
-        """Set the servo targets (joint order of ``joint_names``)."""
+    def command(self, positions, velocities, accelerations=None):
+        """Set the servo targets (joint order of ``joint_names``) and the feed-forward of ``accelerations``."""
         self.data.ctrl[0::2] = positions
         self.data.ctrl[1::2] = velocities
+        accelerations_, torques = self._feedforward
+        accelerations_[self._qvel] = 0.0 if accelerations is None else accelerations
+        self._mujoco.mj_mulM(self.model, self.data, torques, accelerations_)
+        self.data.qfrc_applied[self._qvel] = torques[self._qvel]
 
     def step(self, measure=False):
         """Advance one timestep; with ``measure``, set ``acceleration`` to the step's velocity change / timestep.

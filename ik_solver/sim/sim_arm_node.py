@@ -15,7 +15,12 @@ can be tested end to end.  ``controller_type`` chooses the controller:
 Like the real controllers it checks neither velocities nor timing, but it
 reports every trajectory or command it executed beyond the position,
 velocity or acceleration limits on ``~/limit_violations`` (and a WARN log).
-The physics runs in real time in its own thread; ``joint_states`` (relative),
+The physics runs in real time in its own thread, each step standing for one
+ROS instant (held up by a loaded machine, it catches up faster than real time,
+see ``MAX_LAG``): messages are stamped with the instant their state describes,
+and the trajectory controller places a trajectory's stamp and its arrival on
+that clock, as joint_trajectory_controller on its update loop's.
+``joint_states`` (relative),
 ``~/tip_pose`` (MuJoCo's own kinematics, an FK independent of ik_solver's),
 ``~/measured_accelerations`` and, with a ``scene_file``, ``~/contacts`` between
 the arm and world objects are published at ``publish_rate``;
@@ -45,6 +50,7 @@ from geometry_msgs.msg import PoseStamped
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.node import Node
+from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray, Header, String
 from std_srvs.srv import SetBool
@@ -65,8 +71,10 @@ try:
 except ImportError:  # not on PyPI; every ROS 2 install has it
     JointTrajectoryControllerState = None
 
-#: If the physics falls this far behind the wall clock, it skips ahead instead of racing.
-MAX_LAG = 0.1
+#: A physics thread held up (a loaded machine) catches up, faster than real time, on a lag up to this [s]: the
+#: simulated instants keep their relation to ROS time, so stamped trajectories stay aligned.  Further behind, it
+#: skips ahead instead of racing; that changes the relation (a trajectory under way is joined with a jump).
+MAX_LAG = 1.0
 CONTROLLER_TYPES = ('joint_trajectory', 'forward_position', 'forward_velocity')
 #: Seconds between repeated WARN logs of the same kind.
 LOG_THROTTLE = 1.0
@@ -125,6 +133,8 @@ class SimArmNode(Node):
         name = p('controller_name') or f'{kind}_controller'
         self._publish_every = max(1, int(round(p('physics_rate') / p('publish_rate'))))
         self._enabled = True
+        #: ROS time - physics time: the ROS instant each physics step stands for (the physics thread keeps it).
+        self._epoch = self._ros_now() - self.sim.time
         self._contact_pairs = set()
         self._trajectories = 0
 
@@ -179,12 +189,14 @@ class SimArmNode(Node):
             return
         trajectory = jtc.reorder(list(msg.joint_names), points, self.joint_names)
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        # The controller runs on the physics clock, as JTC on its update loop's; the stamp places the
-        # trajectory's time 0 relative to now (zero: on arrival), and the controller aligns it with that.
-        offset = 0.0 if stamp == 0.0 else stamp - self.get_clock().now().nanoseconds * 1e-9
+        # The controller runs on the physics clock, as JTC on its update loop's.  Stamp and arrival are placed
+        # on it through the clocks' relation (the physics step that stands for that ROS instant): a physics
+        # thread running late then neither shifts one trajectory against the next nor takes one over before
+        # the simulated instant it arrived at.
+        arrival = self._ros_now() - self._epoch
         self._trajectories += 1
         label = f'trajectory #{self._trajectories} ({len(points)} points, {points[-1][0]:.3f} s)'
-        self.controller.load(trajectory, offset, label)
+        self.controller.load(trajectory, None if stamp == 0.0 else stamp - self._epoch, label, arrival)
 
     def _on_command(self, msg, info):
         values = np.asarray(msg.data, float)
@@ -215,17 +227,21 @@ class SimArmNode(Node):
             if self._running and self.context.ok():
                 raise
 
+    def _ros_now(self):
+        return self.get_clock().now().nanoseconds * 1e-9
+
     def _loop(self):
         dt = self.sim.timestep
         wall_start = next_step = time.monotonic()
+        self._epoch = self._ros_now() - self.sim.time
         steps = 0
         window_wall, window_sim = wall_start, self.sim.time
         while self._running:
             now = time.monotonic()
-            q_des, v_des, reports = self.controller.update(self.sim.time, dt)
+            q_des, v_des, a_des, reports = self.controller.update(self.sim.time, dt)
             for report in reports:
                 self._report(report)
-            self.sim.command(q_des, v_des)
+            self.sim.command(q_des, v_des, a_des)
             steps += 1
             publish = steps % self._publish_every == 0
             self.sim.step(measure=publish)
@@ -238,11 +254,15 @@ class SimArmNode(Node):
             delay = next_step - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            elif delay < -MAX_LAG:
+            elif delay < -MAX_LAG:  # the physics restarts its schedule from now: the clocks' relation changes
                 next_step = time.monotonic()
+                self._epoch = self._ros_now() - self.sim.time
+                self.get_logger().warning(f'the physics fell {-delay:.2f} s behind the clock and skipped ahead: a '
+                                          'trajectory under way is joined with a jump',
+                                          throttle_duration_sec=LOG_THROTTLE)
 
     def _publish_state(self):
-        stamp = self.get_clock().now().to_msg()
+        stamp = Time(seconds=self._epoch + self.sim.time).to_msg()  # the instant the state describes
         q, v = self.sim.positions, self.sim.velocities
         if self._enabled:
             self.state_pub.publish(JointState(header=_header(stamp), name=self.joint_names, position=q.tolist(),
