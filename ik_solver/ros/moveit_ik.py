@@ -39,20 +39,12 @@ try:
 except ImportError:  # moveit_msgs is not on PyPI: the service is offered where ROS 2 has it
     GetPositionIK = None
 
-#: MoveItErrorCodes values used here (moveit_msgs/msg/MoveItErrorCodes).
-SUCCESS = 1
-FAILURE = 99999
-INVALID_MOTION_PLAN = -2
-TIMED_OUT = -6
-PREEMPTED = -7
-GOAL_IN_COLLISION = -12
-INVALID_GROUP_NAME = -15
-INVALID_GOAL_CONSTRAINTS = -16
-INVALID_ROBOT_STATE = -17
-INVALID_LINK_NAME = -18
-FRAME_TRANSFORM_FAILURE = -21
-ROBOT_STATE_STALE = -23
-GOAL_STATE_INVALID = -27
+#: MoveItErrorCodes values used here (moveit_msgs/msg/MoveItErrorCodes), one line per block of that message:
+#: overall behaviour, goal, request, system and kinematics errors.
+SUCCESS, FAILURE, INVALID_MOTION_PLAN, TIMED_OUT, PREEMPTED = 1, 99999, -2, -6, -7
+GOAL_IN_COLLISION, GOAL_STATE_INVALID = -12, -27
+INVALID_GROUP_NAME, INVALID_GOAL_CONSTRAINTS, INVALID_ROBOT_STATE, INVALID_LINK_NAME = -15, -16, -17, -18
+FRAME_TRANSFORM_FAILURE, ROBOT_STATE_STALE = -21, -23
 NO_IK_SOLUTION = -31
 
 #: The node's reasons (SolveIK.Response names, lower case) as MoveItErrorCodes.
