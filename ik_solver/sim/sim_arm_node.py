@@ -74,7 +74,7 @@ except ImportError:  # not on PyPI; every ROS 2 install has it
 #: A physics thread held up (a loaded machine) catches up, faster than real time, on a lag up to this [s]: the
 #: simulated instants keep their relation to ROS time, so stamped trajectories stay aligned.  Further behind, it
 #: skips ahead instead of racing; that changes the relation (a trajectory under way is joined with a jump).
-MAX_LAG = 1.0
+MAX_LAG = 0.5
 CONTROLLER_TYPES = ('joint_trajectory', 'forward_position', 'forward_velocity')
 #: Seconds between repeated WARN logs of the same kind.
 LOG_THROTTLE = 1.0
