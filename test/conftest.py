@@ -6,6 +6,11 @@ from ik_solver.core.chain import load_chain
 import numpy as np
 import pytest
 
+try:
+    import pytest_rerunfailures  # honours the flaky marker below
+except ImportError:  # a workspace without the plugin runs each test once
+    pytest_rerunfailures = None
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 URDF_DIR = ROOT / 'urdf'
 
@@ -89,3 +94,24 @@ def mixed():
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+#: Modules whose tests drive real node processes over DDS, with timeouts, on a shared 2-core machine.
+GRAPH_MODULES = {
+    'test_controller_interface', 'test_e2e_collision', 'test_e2e_jumps', 'test_e2e_namespaces', 'test_e2e_robot',
+    'test_end_to_end', 'test_graph_diagnostics', 'test_graph_markers', 'test_graph_moveit', 'test_node_integration',
+    'test_servo_node', 'test_signals', 'test_sim_node',
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Rerun a failed process-graph test once (pytest-rerunfailures).
+
+    The scheduler of a loaded CI host can stall a process past a timeout; a behaviour that is wrong fails
+    both runs and fails the suite.  Every rerun is listed in the summary (``R``), never hidden.
+    """
+    if pytest_rerunfailures is None:
+        return
+    for item in items:
+        if item.module.__name__.rsplit('.', 1)[-1] in GRAPH_MODULES:
+            item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=1.0))

@@ -97,7 +97,7 @@ def test_moves_respect_the_acceleration_limits_in_the_physics(arm, ik7, rng):
     for _ in range(4):
         q = np.clip(HOME + rng.uniform(-0.8, 0.8, 7), ik7.lower, ik7.upper)
         status = _reach(arm, ik7.fk(q))
-        assert status.success, status.message
+        assert status.success, (status.reason, status.message)
     measured = np.array(arm.accelerations)
     assert len(measured) > 200
     peak = np.abs(measured).max(axis=0)
@@ -117,8 +117,16 @@ def test_stopped_joint_states_give_stale_state(arm, ik7):
         assert not arm.trajectories_since(sent)
     finally:
         assert arm.observer.call(arm.enable_client, SetBool.Request(data=True)).success
-    time.sleep(0.5)
-    assert _reach(arm, make_pose([0.45, 0.05, 0.5], DOWN)).success
+    resumed = time.monotonic()
+    assert poll(lambda: (arm.observer.latest_joints() or (0.0,))[0] > resumed, 10.0), 'joint_states did not resume'
+    # Once states flow again the same target is executed.  A loaded machine may hand the node its first fresh
+    # state late, so a stale_state answer while they resume is retried; any other answer fails.
+    for _ in range(5):
+        status = _reach(arm, make_pose([0.45, 0.05, 0.5], DOWN))
+        if status.reason != 'stale_state':
+            break
+        time.sleep(0.5)
+    assert status.success, (status.reason, status.message)
 
 
 def test_a_cartesian_line_is_executed_with_bounded_deviation(arm):

@@ -16,6 +16,7 @@ from ik_solver.motion.timing import plan_move, TimedPath  # noqa: E402
 from ik_solver.ros.command_guard import CommandGuard  # noqa: E402
 from ik_solver.ros.joint_states import CommandHistory, JointStateTracker, StateError  # noqa: E402
 from ik_solver.ros.messages import joint_state  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
 
 NAMES = ('a', 'b', 'c')
 LIMITS = JointLimits(NAMES, np.full(3, -2.0), np.full(3, 2.0), np.full(3, 1.0), np.full(3, 4.0), np.full(3, np.inf))
@@ -58,6 +59,23 @@ def test_a_good_state_and_its_age(node):
     with pytest.raises(StateError, match='joint_states_timeout') as error:
         _state(tracker)
     assert error.value.reason == 'stale_state' and tracker.age() > 0.2
+
+
+def test_readings_queued_behind_a_busy_executor_are_aged_from_their_reception(node):
+    """Over DDS: a reading whose callback runs 0.4 s after it arrived is 0.4 s old, not fresh."""
+    tracker = JointStateTracker(node, timeout=0.2)
+    publisher = node.create_publisher(JointState, 'joint_states', 10)
+    deadline = time.monotonic() + 10.0
+    while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    publisher.publish(joint_state(NAMES, HOME, node.get_clock().now().to_msg()))
+    time.sleep(0.4)   # the executor is busy elsewhere: the message waits in the queue
+    rclpy.spin_once(node, timeout_sec=2.0)
+    assert tracker.has(NAMES)
+    with pytest.raises(StateError, match='joint_states_timeout') as error:
+        _state(tracker)
+    assert error.value.reason == 'stale_state'
+    assert tracker.age() > 0.35
 
 
 @pytest.mark.parametrize('names,q,reason,text', [

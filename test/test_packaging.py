@@ -32,7 +32,8 @@ MODULE_KEYS = {
     'coal': 'coal', 'launch': 'launch', 'launch_ros': 'launch_ros', 'mujoco': 'python3-mujoco-pip',
     'matplotlib': 'python3-matplotlib',
     # tests
-    'pytest': 'python3-pytest', 'hypothesis': 'python3-hypothesis', 'catkin_pkg': 'python3-catkin-pkg',
+    'pytest': 'python3-pytest', 'hypothesis': 'python3-hypothesis',
+    'pytest_rerunfailures': 'python3-pytest-rerunfailures', 'catkin_pkg': 'python3-catkin-pkg',
     'launch_testing': 'launch_testing', 'launch_testing_ros': 'launch_testing_ros', 'ament_flake8': 'ament_flake8',
     'ament_pep257': 'ament_pep257', 'cmeel': 'pinocchio',  # the pip wheels' prefix finder, guarded in conftest
 }

@@ -1,4 +1,6 @@
 """The servo core (motion/servo.py) against independent truths: FK finite differences, limits, closed forms."""
+from dataclasses import replace
+
 from ik_solver.core.chain import load_chain
 from ik_solver.core.transforms import make_pose, rotation_vector
 from ik_solver.motion.limits import JointLimits, MotionState
@@ -244,6 +246,20 @@ def test_idle_servo_restarts_from_an_arm_moved_by_someone_else(chain):
     run.servo.set_command(JointJogCommand(np.zeros(chain.n)), run.t)
     run.servo.step(run.t, run.measured)
     np.testing.assert_allclose(run.q, moved)
+
+
+@pytest.mark.parametrize('received, restarts', [(-0.5, False), (0.5, True)], ids=['before', 'after'])
+def test_idle_servo_restarts_only_from_readings_received_after_its_last_command(chain, received, restarts):
+    """A reading in flight (or queued) while the arm came to rest must not pull it back on the next command."""
+    run = Run(chain)
+    run.cycles(30, TwistCommand(np.array([0, 0.1, 0, 0, 0, 0])))
+    run.cycles(100)
+    last_sent = max(k for k, out in enumerate(run.outputs) if out.publish) * run.dt
+    resting = run.q.copy()
+    reading = replace(MotionState.at_rest(resting - 0.05), time=last_sent + received * run.dt)
+    run.servo.set_command(JointJogCommand(np.zeros(chain.n)), run.t)
+    run.servo.step(run.t, reading)
+    np.testing.assert_allclose(run.q, resting - 0.05 if restarts else resting)
 
 
 def test_stale_state_halts(chain):

@@ -21,8 +21,8 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 #: Known to fail under CI load or an open defect: run and reported (XPASS when it passes), not hidden.
 LOAD_SENSITIVE = pytest.mark.xfail(strict=False, reason=(
-    'timing-sensitive (issue 11): passes at moderate load, but on the 2-core CI machine the tip moved '
-    '30-70 % of the commanded distance (commands starved past incoming_command_timeout)'
+    'timing-sensitive (issue 11): distance or tracking over time; passes on a quiet machine, but at a load '
+    'average of 6-8 on 2 cores the 100 Hz stream of the test is starved and the tip moved 60-80 % of the distance'
 ))
 
 ACCELERATION = 2.0      # rad/s^2, every joint (the joint_limits file both nodes read)
@@ -175,7 +175,6 @@ def test_a_one_second_twist_moves_the_tip_that_far(arm, ik7, frame, linear, angu
     assert accept(results[-1]), results
 
 
-@LOAD_SENSITIVE
 def test_stretching_into_the_singularity_decelerates_halts_and_reversing_leaves(arm, ik7):
     since = at_home(arm)
     arm.client.stream(lambda t: arm.client.twist((0.15, 0.0, 0.0)), 6.0)
@@ -202,10 +201,17 @@ def test_stretching_into_the_singularity_decelerates_halts_and_reversing_leaves(
 def test_jogging_a_joint_toward_its_limit_stops_at_the_margin(arm, ik7):
     since = at_home(arm)
     q0, _ = arm.client.latest(arm.client.joints)
-    arm.client.stream(lambda t: arm.client.jog(['joint7'], [1.0]), 4.5)
+    stop = ik7.upper[6] - MARGIN
+
+    def near_stop():
+        return arm.client.latest(arm.client.joints)[0][6] > stop - 0.01
+
+    # held until the joint nears its stop (~3 s unloaded; longer when a loaded machine starves the stream),
+    # then held on for 1 s against the stop
+    arm.client.stream(lambda t: arm.client.jog(['joint7'], [1.0]), 20.0, until=near_stop)
+    arm.client.stream(lambda t: arm.client.jog(['joint7'], [1.0]), 1.0)
     assert arm.client.wait_rest()
     q, _ = arm.client.latest(arm.client.joints)
-    stop = ik7.upper[6] - MARGIN
     assert stop - 0.01 < q[6] < stop + 0.005, (q[6], stop)
     measured = np.array([s[0][6] for _, s in arm.client.since(arm.client.joints, since)])
     assert measured.max() < stop + 0.005
@@ -216,7 +222,6 @@ def test_jogging_a_joint_toward_its_limit_stops_at_the_margin(arm, ik7):
     no_violations(arm, since)
 
 
-@LOAD_SENSITIVE
 def test_joint_jog_moves_only_the_named_joints(arm, ik7):
     since = at_home(arm)
     q0, _ = arm.client.latest(arm.client.joints)
@@ -228,7 +233,6 @@ def test_joint_jog_moves_only_the_named_joints(arm, ik7):
     no_violations(arm, since)
 
 
-@LOAD_SENSITIVE
 def test_stopping_the_commands_decelerates_to_rest_within_the_acceleration_limits(arm, ik7):
     since = at_home(arm)
     jog = np.array([0.4, -0.4, 0.4, 0.4, 0.4, -0.4, 0.4])

@@ -170,6 +170,7 @@ class Servo:
         self.paused = False
         self._halt_msgs = 0
         self._idle = True
+        self._last_sent = -np.inf   # when the last published command was computed (monotonic s)
 
     def warm_up(self):
         """Compile the numba kernels of a Cartesian cycle now, so the first command is on time."""
@@ -223,7 +224,7 @@ class Servo:
         elif not active:
             wanted = _Wanted(np.zeros(self.chain.n), Status.STALE_COMMAND, 'no recent command: at rest or stopping')
         else:
-            if self._idle and measured is not None and _moved(measured.position, self.state.position):
+            if self._idle and self._reflects_last_command(measured) and _moved(measured.position, self.state.position):
                 self.reset(measured)  # moved by someone else while idle: start from where the arm is
             self._idle = False
             wanted = self._wanted(self.command)
@@ -231,8 +232,19 @@ class Servo:
         self._brake_at_margins(wanted)
         previous = self.state
         self.state = self._filter(previous, wanted.velocity)
+        publish = self._should_publish(active and not self.paused and not state_error)
+        if publish:
+            self._last_sent = now
         return ServoOutput(previous, self.state, wanted.status, wanted.message, wanted.condition_number, wanted.scale,
-                           self._should_publish(active and not self.paused and not state_error))
+                           publish)
+
+    def _reflects_last_command(self, measured):
+        """Whether a reading was received after the last command was sent (``measured.time``; None: now).
+
+        Readings still in flight, or queued, when the arm came to rest show it
+        short of where the last commands put it; restarting from one would jump back.
+        """
+        return measured is not None and (measured.time is None or measured.time > self._last_sent)
 
     def _active(self, now):
         if self.command is None:

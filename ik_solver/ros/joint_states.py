@@ -2,8 +2,9 @@
 
 A dead driver's last reading, a spoofed message or a joint beyond its limit must
 never seed a move.  ``JointStateTracker`` keeps the newest reading of every joint
-with its arrival time (monotonic clock: robust to clocks that differ between
-machines) and answers ``state()`` only when the reading is:
+with the instant the middleware received it on this machine (robust to clocks
+that differ between machines, and to readings queued behind a busy executor)
+and answers ``state()`` only when the reading is:
 
 - fresh: younger than ``timeout`` (else ``stale_state``; a joint never seen is stale too);
 - well formed: no duplicate names, as many positions as names, finite (else ``invalid_input``);
@@ -31,6 +32,21 @@ from ..motion.limits import MotionState
 LIMIT_SLACK = 0.01
 #: Joint readings kept to resolve targets stamped in a moving link at their stamp.
 HISTORY = 400
+
+
+def received_monotonic(info):
+    """Monotonic time at which the middleware received a message (``MessageInfo``), not when its callback ran.
+
+    A busy executor runs queued callbacks late; judged by callback time, a dead
+    driver's queued readings would look fresh.  The reception stamp is this
+    machine's system clock, so it is comparable with ``time.time_ns()`` here
+    whatever the sender's clock says.
+    """
+    received = info.get('received_timestamp', 0) if info is not None else 0
+    now = time.monotonic()
+    if not received:
+        return now
+    return now - max(0.0, (time.time_ns() - received) * 1e-9)
 
 
 class StateError(Exception):
@@ -98,10 +114,14 @@ class JointStateTracker:
         self._history = deque(maxlen=HISTORY)   # (header stamp [ns], {name: position})
         self._clock = node.get_clock()
         self._logger = node.get_logger()
-        node.create_subscription(JointState, topic, self.on_message, 10, callback_group=callback_group)
+        node.create_subscription(JointState, topic, self._on_message_with_info, 10, callback_group=callback_group)
 
-    def on_message(self, msg):
-        now = time.monotonic()
+    def _on_message_with_info(self, msg, info):
+        self.on_message(msg, received_monotonic(info))
+
+    def on_message(self, msg, arrival=None):
+        """Record a reading that reached this process at monotonic ``arrival`` (default: now)."""
+        now = time.monotonic() if arrival is None else arrival
         names = list(msg.name)
         problem = _malformed(msg)
         with self._lock:
@@ -186,7 +206,7 @@ class JointStateTracker:
             envelope = history.envelope(arrival.min(), velocity, self.tolerance) if history is not None else None
             if envelope is not None:
                 _check_inside(names, q, *envelope, 'where the last command can have taken it')
-        return MotionState(q, v, np.zeros_like(q))
+        return MotionState(q, v, np.zeros_like(q), time=float(arrival.min()))
 
     def _within_limits(self, names, q, lower, upper):
         _check_inside(names, q, np.asarray(lower) - LIMIT_SLACK, np.asarray(upper) + LIMIT_SLACK,

@@ -150,13 +150,17 @@ class ServoClient(Node):
             time.sleep(0.01)
         return future.result() if future.done() else None
 
-    def stream(self, send, seconds, rate=100.0):
-        """Call ``send(t)`` at ``rate`` for ``seconds`` (t from 0), as a teleop publishes; return the start time."""
+    def stream(self, send, seconds, rate=100.0, until=None):
+        """Call ``send(t)`` at ``rate`` for ``seconds`` (t from 0), as a teleop publishes; return the start time.
+
+        ``until()``, when given, ends the stream early once it holds: an operator holds the key until the arm
+        gets there, however long a loaded machine makes that take.
+        """
         t0 = time.monotonic()
         k = 0
         while True:
             t = time.monotonic() - t0
-            if t >= seconds:
+            if t >= seconds or (until is not None and until()):
                 return t0
             send(t)
             k += 1
