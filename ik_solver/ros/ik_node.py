@@ -369,12 +369,7 @@ class IKSolverNode(Node):
         outcome = Outcome(source, result.reason, result.message, target=T, result=result, method=method)
         if not result.success and not self._approximation_allowed(result):
             return outcome
-        refusal = self._move(context, start, now, result.joints)
-        if refusal is not None:
-            outcome.reason, outcome.message = refusal
-        else:
-            outcome.published, outcome.execution = True, 'sent'
-        return outcome
+        return _mark_sent(outcome, self._move(context, start, now, result.joints))
 
     def _start_state(self, context, now=None):
         """Return the state a move starts from (MotionState), or raise StateError.
@@ -638,11 +633,7 @@ class IKSolverNode(Node):
         start, timed = (start, plan(start)) if now is None else self._plan_with_lead(context, start, now, plan)
         response.trajectory = trajectory_message(chain.joint_names, timed)
         if outcome.success and request.execute:
-            refusal = self._execute_path(context, start, timed, path.joints)
-            if refusal is not None:
-                outcome.reason, outcome.message = refusal
-            else:
-                outcome.published, outcome.execution = True, 'sent'
+            _mark_sent(outcome, self._execute_path(context, start, timed, path.joints))
         return outcome
 
     def _on_compute_fk(self, request, response):
@@ -697,6 +688,15 @@ def _send(controller, history, clock, names, start, path):
     stamp = clock.now() - Duration(nanoseconds=int((now - t0) * 1e9))
     controller.send(trajectory_message(names, path, stamp.to_msg()))
     history.sent(start, path, t0)
+
+
+def _mark_sent(outcome, refusal):
+    """Record on ``outcome`` that its trajectory was sent, or the (reason, message) ``refusal``; return it."""
+    if refusal is not None:
+        outcome.reason, outcome.message = refusal
+    else:
+        outcome.published, outcome.execution = True, 'sent'
+    return outcome
 
 
 class _MultiThreadedExecutor:
