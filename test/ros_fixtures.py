@@ -1,4 +1,5 @@
 """Helpers for tests that start the package's nodes as processes and talk to them over DDS."""
+import contextlib
 import os
 import tempfile
 import threading
@@ -46,8 +47,24 @@ def start(module, arm='ik7', namespace='', **params):
     return NodeProcess(module, args, log)
 
 
+@contextlib.contextmanager
+def node_session(joint_names, sim=None, **params):
+    """Open a Session running ik_solver_node with ``params``; given ``sim`` (its parameters), sim_arm_node first.
+
+    The processes are the session's ``node`` (and ``sim``); leaving the block stops them and closes the session.
+    """
+    with Session(joint_names) as s:
+        if sim is not None:
+            s.sim = s.add(start('sim.sim_arm_node', **sim))
+        s.node = s.add(start('ros.ik_node', **params))
+        yield s
+
+
 class Session:
-    """rclpy context, an observer client, and the node processes of one test module."""
+    """rclpy context, an observer client, and the node processes of one test module.
+
+    A context manager: leaving the ``with`` block (a module fixture's teardown, or a failed setup) closes it.
+    """
 
     def __init__(self, joint_names, namespace=''):
         isolate_ros_domain()
@@ -67,6 +84,12 @@ class Session:
         self._stop = threading.Event()
         self._streamer = threading.Thread(target=self._stream_joints, daemon=True)
         self._streamer.start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
 
     def add(self, process):
         self.processes.append(process)

@@ -9,7 +9,7 @@ from ik_solver.motion.limits import load_joint_limits  # noqa: E402
 from ik_solver.tools.demo import circle, DOWN  # noqa: E402
 import numpy as np
 import pytest
-from ros_fixtures import Session, start, trajectory_points  # noqa: I100
+from ros_fixtures import node_session, trajectory_points  # noqa: I100
 from std_msgs.msg import Float64MultiArray, String
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
@@ -25,12 +25,10 @@ TRACKING_BOUND = 0.01
 
 @pytest.fixture(scope='module')
 def arm(ik7):
-    s = Session(ik7.joint_names)
-    try:
-        s.sim = s.add(start('sim.sim_arm_node', joint_limits_file=LIMITS_FILE))
-        # 0.8: commanded peaks at 80 % of the limits leave room for the servos' tracking overshoot
-        s.node = s.add(start('ros.ik_node', velocity_scaling=0.8, acceleration_scaling=0.8,
-                             joint_limits_file=LIMITS_FILE, max_target_age=2.0, timeout=0.05))  # a loaded CI
+    # 0.8: commanded peaks at 80 % of the limits leave room for the servos' tracking overshoot
+    with node_session(ik7.joint_names, sim={'joint_limits_file': LIMITS_FILE}, velocity_scaling=0.8,
+                      acceleration_scaling=0.8, joint_limits_file=LIMITS_FILE,
+                      max_target_age=2.0, timeout=0.05) as s:  # max_target_age, timeout: a loaded CI
         assert s.observer.wait_ready(60.0), s.node.output() + s.sim.output()
         s.accelerations, s.violations = [], []
         s.observer.create_subscription(Float64MultiArray, 'sim_arm/measured_accelerations',
@@ -38,8 +36,6 @@ def arm(ik7):
         s.observer.create_subscription(String, 'sim_arm/limit_violations',
                                        lambda m: s.violations.append(json.loads(m.data)), 100)
         yield s
-    finally:
-        s.close()
 
 
 def _reach(arm, T):

@@ -17,7 +17,7 @@ from ik_solver.tools.launcher import NodeProcess
 from ik_solver_interfaces.srv import ComputeFK, PlanPath, SolveIK
 import numpy as np
 import pytest
-from ros_fixtures import poll, Session, start, trajectory_points  # noqa: I100
+from ros_fixtures import node_session, poll, start, trajectory_points  # noqa: I100
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 DOWN = [1.0, 0.0, 0.0, 0.0]
@@ -29,16 +29,12 @@ MAX_TARGET_AGE = 1.0
 
 @pytest.fixture(scope='module')
 def session(ik7):
-    s = Session(ik7.joint_names)
-    try:
-        s.node = s.add(start('ros.ik_node', target_timeout=TARGET_TIMEOUT, joint_states_timeout=JOINT_STATES_TIMEOUT,
-                             max_target_age=MAX_TARGET_AGE))
+    with node_session(ik7.joint_names, target_timeout=TARGET_TIMEOUT, joint_states_timeout=JOINT_STATES_TIMEOUT,
+                      max_target_age=MAX_TARGET_AGE) as s:
         assert s.wait_service(s.observer.solve_client), s.node.output()
         assert s.wait_service(s.observer.fk_client) and s.wait_service(s.param_client)
         s.path_client = s.observer.create_client(PlanPath, 'ik_solver/plan_path')
         yield s
-    finally:
-        s.close()
 
 
 def solve_request(T, frame='base_link', **fields):
