@@ -59,6 +59,9 @@ REST_FRACTION = 1e-3
 PATH_LIMIT_FRACTION = 0.98
 #: Sub-samples per segment when measuring a joint path's peaks.
 PATH_SUBSAMPLES = 24
+#: Peaks of the minimum-jerk blend (10 - 15 tau + 6 tau^2) tau^3 of a displacement e over a time T:
+#: acceleration 10 / sqrt(3) e / T^2, jerk 60 e / T^3 (_land_on).
+BLEND_ACCELERATION, BLEND_JERK = 10.0 / np.sqrt(3.0), 60.0
 _NS = 1e9
 _local = threading.local()
 
@@ -97,7 +100,7 @@ def plan_move(start, goal_q, limits, sample_period=SAMPLE_PERIOD):
     q0, v0, a0, goal = _move_inputs(start, goal_q, limits)
     _check_period(sample_period)
     pieces = _pieces(q0, v0, a0, goal, limits)
-    return _sample(pieces, goal, sample_period)
+    return _sample(pieces, goal, sample_period, limits)
 
 
 def ruckig_duration(start, goal_q, limits):
@@ -282,9 +285,19 @@ def _table_evaluate(table, times):
     return out
 
 
-def _sample(pieces, goal, sample_period):
-    """Sample times: phase switches, then a uniform grid (coarsened to MAX_POINTS), in whole nanoseconds."""
+def _sample(pieces, goal, sample_period, limits):
+    """Sample times: phase switches, then a uniform grid (coarsened to MAX_POINTS), in whole nanoseconds.
+
+    A move Ruckig finds too small to make (below its precision, about 1e-15 rad: its duration 0) is
+    made by the landing blend alone, in the shortest time that keeps the blend within the acceleration
+    and jerk limits (a few microseconds), never in one nanosecond, which the controller's spline to the
+    goal would cross at thousands of rad/s^2.
+    """
     duration = pieces[-1].offset + pieces[-1].duration
+    if duration * _NS < 1.0:
+        residual = np.abs(goal - pieces[-1].evaluate(np.array([duration]))[0, 0])
+        duration = float(np.max(np.maximum(np.sqrt(BLEND_ACCELERATION * residual / limits.acceleration),
+                                           np.cbrt(BLEND_JERK * residual / planning_jerk(limits)))))
     times = _sample_times(np.concatenate([piece.switch_times() for piece in pieces]), duration, sample_period)
     states = np.empty((3, len(times), len(goal)))
     for piece, end in zip(pieces, [piece.offset for piece in pieces[1:]] + [np.inf]):
