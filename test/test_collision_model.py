@@ -242,3 +242,24 @@ def test_panda_meshes_srdf_and_convex_hulls_are_conservative(panda_files):
             both += 1
         assert hull.min_distance(q) <= exact.min_distance(q) + 1e-6
     assert both > 0
+
+
+@pytest.mark.parametrize('padding', [0.0, 0.02])
+def test_check_names_the_first_colliding_pair_in_pair_order(panda_files, padding):
+    """The broad phase that check runs first changes nothing: check's answer is the first of every colliding pair.
+
+    colliding_pairs runs Coal on every pair in order (no broad phase); on the Panda's meshes with world boxes and a
+    padding that grows the broad phase's boxes, both agree on all of 600 random configurations, colliding or not.
+    """
+    urdf, srdf, share = panda_files
+    model = CollisionModel(urdf, 'panda_link0', 'panda_hand_tcp', srdf=srdf, package_dirs=[share], padding=padding)
+    model.set_obstacles([make_obstacle('table', 'box', [1.6, 1.6, 0.04], [0.3, 0.0, -0.02], frame='panda_link0'),
+                         make_obstacle('post', 'box', [0.12, 0.12, 0.3], [0.55, 0.25, 0.15], frame='panda_link0')])
+    rng = np.random.default_rng(2)
+    colliding = 0
+    for q in model.chain.random_configuration(rng, 600):
+        first = model.check(q)  # before colliding_pairs, which leaves every pair's result behind
+        pairs = model.colliding_pairs(q)
+        assert first == (pairs[0] if pairs else None)
+        colliding += bool(pairs)
+    assert 50 < colliding < 550  # both kinds of configuration were compared

@@ -95,7 +95,8 @@ class ConfigurationMap:
     def full(self, q):
         """Pinocchio configuration (nq,) of the robot at chain configuration ``q``."""
         M, c, Ac, bc, _ = self._affine
-        config = M @ q + c
+        config = M.dot(q)  # M.dot and an in-place sum: one allocation (check calls this per configuration)
+        config += c
         if len(bc):
             angles = Ac @ q + bc
             config[self._cos_sin[:, 1]] = np.cos(angles)

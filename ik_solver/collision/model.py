@@ -14,6 +14,15 @@ joints follow their masters, other joints are held (``set_joint_values``).
 Adjacent links are found as MoveIt Setup Assistant does: joined by a joint,
 looking through links without geometry (a flange or tool frame between two
 bodies).  They touch by design, so their pair is never checked.
+
+``check`` first asks Pinocchio's broad phase (axis-aligned boxes of every
+shape, grown by the padding) and runs Coal's narrow phase only on the checked
+pairs whose boxes overlap: most pairs of an arm are far apart, and even a
+far-apart mesh pair costs over a microsecond in Coal (the Panda with its
+meshes: about 12 us instead of 45 us per configuration).  The naive manager
+(every pair of boxes) beats Coal's trees on an arm's few dozen shapes.  Only
+when the broad phase finds a collision are the pairs run in their order, so the
+pair named is the same first pair as without it.
 """
 from collections import namedtuple
 import copy
@@ -37,7 +46,7 @@ from ..core.urdf import load_robot_description, parse_robot
 MAX_JOINT_STEP = 0.01
 WORLD_PREFIX = 'world/'
 
-_World = namedtuple('_World', 'geometry_model geometry_data pairs obstacles')
+_World = namedtuple('_World', 'geometry_model geometry_data broad_phase pairs obstacles')
 
 
 class CollisionModel:
@@ -148,8 +157,11 @@ class CollisionModel:
             geometry_model.addCollisionPair(pinocchio.CollisionPair(a, b))
         geometry_data = pinocchio.GeometryData(geometry_model)
         _configure_requests(geometry_data, self._padding)
+        # After the requests: the broad phase grows each shape's box by the padding of its pairs.
+        broad_phase = pinocchio.BroadPhaseManager_NaiveCollisionManager(self.model, geometry_model, geometry_data)
         labels = self._object_links + [o.name for o in obstacles]
-        world = _World(geometry_model, geometry_data, [(labels[a], labels[b]) for a, b in pairs], obstacles)
+        world = _World(geometry_model, geometry_data, broad_phase, [(labels[a], labels[b]) for a, b in pairs],
+                       obstacles)
         with self._lock:
             self._world = world
 
@@ -173,8 +185,10 @@ class CollisionModel:
         config = self._config.full(self._configuration(q))
         with self._lock:
             world = self._world
-            if not self._collide(self.model, self._data, world.geometry_model, world.geometry_data, config, True):
+            if not self._collide(self.model, self._data, world.broad_phase, config, True):
                 return None
+            # The broad phase stops at a colliding pair of its own order; the pairs in their order name the first.
+            self._collide(self.model, self._data, world.geometry_model, world.geometry_data, config, True)
             # Pairs before the one that stopped the search were evaluated (and cleared): the first hit is it.
             results = world.geometry_data.collisionResults
             return next(world.pairs[k] for k in range(len(world.pairs)) if results[k].isCollision())
@@ -273,7 +287,8 @@ class CollisionModel:
 
     def _configuration(self, q):
         q = np.asarray(q, dtype=float)
-        if q.shape != (len(self.joint_names),) or not math.isfinite(q @ q):  # q @ q: one pass, inf/NaN propagate
+        # q.dot(q): one pass in which inf/NaN propagate (a third of the time of q @ q on 7 values)
+        if q.shape != (len(self.joint_names),) or not math.isfinite(q.dot(q)):
             raise ValueError(f'expected {len(self.joint_names)} finite joint values, got {q.tolist()}')
         return q
 

@@ -3,10 +3,12 @@
 N targets are the tip poses of random configurations that are collision-free
 (self and world, padding 0); every solve is seeded at the middle of the limits
 with a 20 ms budget.  Printed: the collision-aware solver's success rate and
-median time, the self-collision check time per configuration with meshes and
-with convex hulls, how many returned solutions collide according to an
-independent model (a second instance: exact meshes, padding 0, the SRDF),
-and how often the plain solver returns a colliding solution on the same targets.
+median time, the self-collision check time per configuration with meshes
+(beside a bare Pinocchio + Coal loop over the same pairs, in alternating
+rounds of the same run) and with convex hulls, how many returned solutions
+collide according to an independent model (a second instance: exact meshes,
+padding 0, the SRDF), and how often the plain solver returns a colliding
+solution on the same targets.
 
     python -m ik_solver.tools.bench_collision            # N = 1000
     python -m ik_solver.tools.bench_collision -n 200 --convex --padding 0.01
@@ -50,10 +52,58 @@ def scene():
 
 def check_time(model, configurations):
     """Mean CPU time (s) of model.check over ``configurations`` (CPU, not wall: the figure survives a busy host)."""
+    return _cpu_time(model.check, configurations)
+
+
+def _cpu_time(check, arguments):
     start = time.process_time()
-    for q in configurations:
-        model.check(q)
-    return (time.process_time() - start) / len(configurations)
+    for argument in arguments:
+        check(argument)
+    return (time.process_time() - start) / len(arguments)
+
+
+class BareCheck:
+    """Pinocchio + Coal alone, as their documentation loads a robot: the floor our check is measured against.
+
+    Pinocchio's own URDF and SRDF loading (every pair of different joints, minus the SRDF's), its default
+    collision requests, one ``computeCollisions`` over all pairs stopping at the first collision.
+    """
+
+    def __init__(self, urdf, srdf, share):
+        import pinocchio
+        self._collide = pinocchio.computeCollisions
+        self.model = pinocchio.buildModelFromUrdf(urdf)
+        self.geometry = pinocchio.buildGeomFromUrdf(self.model, urdf, pinocchio.COLLISION, package_dirs=[share])
+        self.geometry.addAllCollisionPairs()
+        pinocchio.removeCollisionPairs(self.model, self.geometry, srdf)
+        self.data, self.geometry_data = self.model.createData(), pinocchio.GeometryData(self.geometry)
+        self._neutral = pinocchio.neutral(self.model)
+
+    @property
+    def pair_count(self):
+        """Return the number of pairs checked."""
+        return len(self.geometry.collisionPairs)
+
+    def configurations(self, Q):
+        """Pinocchio configurations of the chain configurations Q (other joints, the fingers, at neutral)."""
+        return [np.concatenate([q, self._neutral[len(q):]]) for q in Q]
+
+    def check(self, config):
+        """Whether a pair collides at the Pinocchio configuration ``config``."""
+        return self._collide(self.model, self.data, self.geometry, self.geometry_data, config, True)
+
+
+def compare_with_bare(model, bare, Q, rounds=5):
+    """Best-of-``rounds`` CPU time (s) per configuration of (model.check, bare.check), run in alternation.
+
+    Alternating rounds share the host's load, so their ratio holds on a busy machine where absolute times do not.
+    """
+    configs = bare.configurations(Q)
+    ours, floor = [], []
+    for _ in range(rounds):
+        ours.append(check_time(model, Q))
+        floor.append(_cpu_time(bare.check, configs))
+    return min(ours), min(floor)
 
 
 def free_targets(chain, witness, n, rng):
@@ -100,10 +150,14 @@ def main(argv=None):
     chain = witness.chain
     rng = np.random.default_rng(args.seed)
     samples = chain.random_configuration(rng, 5000)
-    print(f'Panda: {models[False].pair_count[0]} self pairs checked after SRDF and adjacency', flush=True)
-    for convex, model in models.items():
-        print(f'self-collision check, {"convex hulls" if convex else "meshes      "}: '
-              f'{check_time(model, samples) * 1e6:6.1f} us CPU per configuration', flush=True)
+    bare = BareCheck(urdf, srdf, share)
+    print(f'Panda: {models[False].pair_count[0]} self pairs checked after SRDF and adjacency '
+          f'(bare Pinocchio + Coal: {bare.pair_count} pairs)', flush=True)
+    ours, floor = compare_with_bare(models[False], bare, samples)
+    print(f'self-collision check, meshes      : {ours * 1e6:6.1f} us CPU per configuration; bare Pinocchio + Coal '
+          f'loop on the same run: {floor * 1e6:6.1f} us (ours / bare = {ours / floor:.2f})', flush=True)
+    print(f'self-collision check, convex hulls: {check_time(models[True], samples) * 1e6:6.1f} us CPU per '
+          'configuration', flush=True)
     obstacles = scene()
     witness.set_obstacles(obstacles)
     checker = models[args.convex]
