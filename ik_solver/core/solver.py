@@ -215,14 +215,14 @@ class IKResult:
     reason: str = REASON_OK
     message: str = ''
     task_error: float = float('nan')
-    _task: tuple = field(default=None, repr=False, compare=False)   # (chain arrays, target, fp, ip)
+    _task: tuple = field(default=None, repr=False, compare=False)   # (target, plan.args)
     _sigma: float = field(default=float('nan'), repr=False, compare=False)
 
     @property
     def sigma_min(self):
         """Smallest singular value of the task Jacobian at ``joints``: the distance to a singularity."""
         if self._sigma != self._sigma and self._task is not None:
-            chain, T, fp, ip = self._task
+            T, (chain, _, _, fp, ip, _) = self._task
             self._sigma = float(_exact_sigma(np.ascontiguousarray(self.joints, dtype=float), chain, T, fp, ip))
         return self._sigma
 
@@ -249,7 +249,7 @@ class BatchResult:
     def sigma_min(self):
         """(B,) smallest singular values of the task Jacobians at ``joints``."""
         if self._sigma is None:
-            chain, targets, fp, ip = self._task
+            targets, (chain, _, _, fp, ip, _) = self._task
             self._sigma = np.array([_exact_sigma(q, chain, T, fp, ip) for q, T in zip(self.joints, targets)])
         return self._sigma
 
@@ -562,7 +562,7 @@ def _failure_reason(q, lower, upper, report):
     return R_TIMEOUT
 
 
-SEED_OK, SEED_NOT_FINITE, SEED_OUTSIDE, POSE_INVALID = 0, 1, 2, 3
+SEED_OK, SEED_NOT_FINITE, SEED_OUTSIDE, POSE_INVALID, SHAPE_MISMATCH = 0, 1, 2, 3, 4
 SEED_SLACK = 1e-6
 
 
@@ -623,6 +623,38 @@ def _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, deadline, rng, work
     return SEED_OK
 
 
+@njit(cache=True)
+def _summary(ip, report):
+    """Return a report's result fields as one tuple (see ``IKSolver._result``).
+
+    (reason code, position, rotation and task error, iterations, restarts,
+    elbow off the pole side, distance beyond reach, best failed task error).
+    """
+    reason = int(report[RP_REASON])
+    pole_missed = reason == R_SUCCESS and ip[IP_ELBOW] >= 0 and report[RP_POLE_SIDE] == 0.0
+    return (reason, report[RP_POS], report[RP_ROT], report[RP_TASK], int(report[RP_ITERS]),
+            max(int(report[RP_ATTEMPTS]) - 1, 0), pole_missed, report[RP_DISTANCE], report[RP_BEST_ERR])
+
+
+@njit(cache=True, nogil=True)
+def _solve_fast(T, seed, chain, lower, upper, fp, ip, q_pref, start, q_out):
+    """Solve once, work arrays included: one call from Python returns (code, summary).
+
+    ``IKSolver.solve`` calls it only with the types it was first compiled for
+    (compilation is then disabled: other types raise TypeError and take the
+    normalising path); a wrong shape returns SHAPE_MISMATCH, as a bad seed or
+    pose returns its code, for the checking path to raise.
+    """
+    n_var = q_out.shape[0]
+    work = np.empty((4, n_var))
+    report = np.zeros(RP_SIZE)
+    if T.shape[0] != 4 or T.shape[1] != 4 or seed.shape[0] != n_var:
+        return SHAPE_MISMATCH, _summary(ip, report)
+    code = _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, start + fp[FP_TIMEOUT],
+                      np.zeros(1, dtype=np.uint64), work, report, q_out)
+    return code, _summary(ip, report)
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def _solve_batch(targets, seeds, chain, lower, upper, fp, ip, q_pref, Q_out, reports):
     """Solve every item in parallel; each item has its own deadline and generator (index = item)."""
@@ -660,6 +692,7 @@ class _Plan:
     fp: np.ndarray
     ip: np.ndarray
     q_pref: np.ndarray
+    args: tuple     # the kernels' (chain, lower, upper, fp, ip, q_pref)
 
 
 #: Plans kept per solver for per-call overrides (least recently built dropped first).
@@ -687,6 +720,8 @@ class IKSolver:
         self._reach = self._reach_bound()
         self._limits = (np.ascontiguousarray(chain.lower, dtype=float), np.ascontiguousarray(chain.upper, dtype=float))
         self._kin = tuple(np.ascontiguousarray(a) for a in chain.kin_args)
+        self._n_var = chain.n
+        self._mid = np.ascontiguousarray(chain.mid_configuration(), dtype=float)   # the default seed, never written
         self.options = self._replace(options or SolverOptions(), overrides)
         self._plan = self._prepare(self.options)
         self._plans = {}
@@ -700,31 +735,16 @@ class IKSolver:
         invalid input; every other failure is an IKResult with success False.
         """
         start = time.perf_counter()
-        T = target
-        if not (type(T) is np.ndarray and T.shape == (4, 4) and T.dtype == np.float64 and T.flags.c_contiguous
-                and T.flags.writeable):
-            T, position_only = self._target(target)
-            if position_only:
-                overrides['position_only'] = True
-        if self.collision is not None:
-            overrides['_yield'] = True
         plan = self._plan_for(overrides) if overrides else self._plan
-        seed = self._seed_array(seed)
-        n = self.chain.n
-        work = np.empty((4, n))
-        report = np.empty(RP_SIZE)
-        q_out = np.empty(n)
-        rng = np.zeros(1, dtype=np.uint64)
-        deadline = start + plan.options.timeout
-        code = _solve_one(T, seed, self._kin, *self._limits, plan.fp, plan.ip, plan.q_pref, deadline, rng, work,
-                          report, q_out)
-        if code == POSE_INVALID:
-            check_pose(T)
-        if code > 0:
-            self._raise_seed(seed, code)
-        if code < 0:
-            return self._collision_search(T, seed, plan, deadline, rng, work, report, q_out, start)
-        return self._result(report, q_out, T, plan, start)
+        if self.collision is None:
+            q = np.empty(self._n_var)
+            try:
+                code, summary = _solve_fast(target, self._mid if seed is None else seed, *plan.args, start, q)
+            except TypeError:   # not float64 C-contiguous writeable arrays: normalised by the checking path
+                code = None
+            if code == SEED_OK:
+                return self._result(summary, q, target, plan, start)
+        return self._solve_checked(target, seed, overrides, start)
 
     def solve_batch(self, targets, seeds=None, **overrides):
         """Solve many targets (B x 4 x 4, or B x 3 position-only), or one target from many seeds (seeds B x n).
@@ -744,7 +764,7 @@ class IKSolver:
         B, n = seeds.shape
         Q = np.empty((B, n))
         reports = np.zeros((B, RP_SIZE))
-        _solve_batch(targets, seeds, self._kin, *self._limits, plan.fp, plan.ip, plan.q_pref, Q, reports)
+        _solve_batch(targets, seeds, *plan.args, Q, reports)
         codes = reports[:, RP_REASON].astype(np.int64)
         if self.collision is not None:
             for b in np.flatnonzero(codes == R_SUCCESS):
@@ -753,7 +773,30 @@ class IKSolver:
                     Q[b] = np.clip(seeds[b], self.chain.lower, self.chain.upper)
         return BatchResult(Q, codes == R_SUCCESS, reports[:, RP_POS], reports[:, RP_ROT], reports[:, RP_TASK],
                            reports[:, RP_ITERS].astype(np.int64), [REASONS[c] for c in codes],
-                           time.perf_counter() - start, (self._kin, targets, plan.fp, plan.ip))
+                           time.perf_counter() - start, (targets, plan.args))
+
+    def _solve_checked(self, target, seed, overrides, start):
+        """Solve with the input normalised and checked: ValueError on bad input; the collision-checked search."""
+        T, position_only = self._target(target)
+        if position_only:
+            overrides['position_only'] = True
+        if self.collision is not None:
+            overrides['_yield'] = True
+        plan = self._plan_for(overrides) if overrides else self._plan
+        seed = self._seed_array(seed)
+        work = np.empty((4, self._n_var))
+        report = np.empty(RP_SIZE)
+        q_out = np.empty(self._n_var)
+        rng = np.zeros(1, dtype=np.uint64)
+        deadline = start + plan.options.timeout
+        code = _solve_one(T, seed, *plan.args, deadline, rng, work, report, q_out)
+        if code == POSE_INVALID:
+            check_pose(T)
+        if code > 0:
+            self._raise_seed(seed, code)
+        if code < 0:
+            return self._collision_search(T, seed, plan, deadline, rng, work, report, q_out, start)
+        return self._result(_summary(plan.ip, report), q_out, T, plan, start)
 
     def warm_up(self):
         """Load every kernel, the parallel batch one included (construction loads the single-solve ones)."""
@@ -807,7 +850,8 @@ class IKSolver:
         ip[IP_MAX_ATTEMPTS], ip[IP_MODE] = opts.max_attempts, MODES.index(opts.mode)
         ip[IP_TARGET_FRAME], ip[IP_BOUNDS] = opts.weights_frame == 'target', opts.bounds is not None
         ip[IP_YIELD], ip[IP_SEED], ip[IP_METHOD] = collision_yield, opts.random_seed, method_id(opts.method)
-        return _Plan(opts, fp, ip, np.ascontiguousarray(q_pref, dtype=float))
+        q_pref = np.ascontiguousarray(q_pref, dtype=float)
+        return _Plan(opts, fp, ip, q_pref, (self._kin, *self._limits, fp, ip, q_pref))
 
     def _reach_limit(self, w, bounds, opts):
         """Distance from the first joint beyond which the target is certainly out of reach (inf: no check).
@@ -919,33 +963,32 @@ class IKSolver:
             work[W_BEST] = clamped
             report[RP_BEST_ERR] = np.inf
         _conclude(clamped, self._kin, *self._limits, Rt, pt, plan.fp, plan.ip, work, report, q_out)
-        result = self._result(report, q_out, T, plan, start)
+        result = self._result(_summary(plan.ip, report), q_out, T, plan, start)
         if not result.success and collided:
             result.reason = REASON_COLLISION
             result.message = (f'{collided} solution(s) found, all in collision; the best one collides '
                               f'{best_pair[0]} with {best_pair[1]}; returning the seed')
         return result
 
-    def _result(self, report, q, T, plan, start):
-        reason = int(report[RP_REASON])
-        success = reason == R_SUCCESS
-        attempts = int(report[RP_ATTEMPTS])
-        message = '' if success else self._message(reason, report, plan.options)
-        if success and plan.ip[IP_ELBOW] >= 0 and not report[RP_POLE_SIDE]:
+    def _result(self, summary, q, T, plan, start):
+        """Build the IKResult of a kernel's ``_summary``."""
+        reason, position, rotation, task, iterations, restarts, pole_missed, distance, best = summary
+        if reason == R_SUCCESS and not pole_missed:
+            return IKResult(True, q, position, rotation, iterations, restarts, time.perf_counter() - start,
+                            REASON_OK, '', task, (T, plan.args))
+        if pole_missed:
             message = 'no solution with the elbow on the pole side was found within the timeout'
-        return IKResult(success, q, float(report[RP_POS]), float(report[RP_ROT]), int(report[RP_ITERS]),
-                        max(attempts - 1, 0), time.perf_counter() - start, REASONS[reason], message,
-                        float(report[RP_TASK]), (self._kin, T, plan.fp, plan.ip))
-
-    def _message(self, reason, report, opts):
-        attempts = int(report[RP_ATTEMPTS])
-        if reason == R_UNREACHABLE:
-            return (f'target is {report[RP_DISTANCE]:.3f} m from the first joint, beyond the chain reach of '
-                    f'{self._reach:.3f} m; best approximation error {report[RP_POS]:.3f} m')
-        if not np.isfinite(report[RP_BEST_ERR]):
-            return f'every one of {attempts} attempts diverged to non-finite values'
-        return (f'no solution within tolerance after {attempts} attempts in {opts.timeout * 1e3:.1f} ms; '
-                f'best error {report[RP_POS]:.2e} m, {report[RP_ROT]:.2e} rad (task error {report[RP_TASK]:.2e})')
+        elif reason == R_UNREACHABLE:
+            message = (f'target is {distance:.3f} m from the first joint, beyond the chain reach of '
+                       f'{self._reach:.3f} m; best approximation error {position:.3f} m')
+        elif not np.isfinite(best):
+            message = f'every one of {restarts + 1} attempts diverged to non-finite values'
+        else:
+            message = (f'no solution within tolerance after {restarts + 1} attempts in '
+                       f'{plan.options.timeout * 1e3:.1f} ms; best error {position:.2e} m, {rotation:.2e} rad '
+                       f'(task error {task:.2e})')
+        return IKResult(reason == R_SUCCESS, q, position, rotation, iterations, restarts,
+                        time.perf_counter() - start, REASONS[reason], message, task, (T, plan.args))
 
     def _reach_bound(self):
         """Upper bound on the tip's distance from the first joint: link lengths plus prismatic travel."""
@@ -974,11 +1017,13 @@ class _FirstCollides:
 
 def _warm(solver, batch):
     """Load (or compile) the kernels once per process; kernel types do not depend on the robot."""
-    q = solver.chain.mid_configuration()
-    T = solver.chain.fk(q)
+    q = np.ascontiguousarray(solver.chain.mid_configuration(), dtype=float)
+    T = np.ascontiguousarray(solver.chain.fk(q), dtype=float)
     if 'solve' not in _WARM:
         _WARM.add('solve')
-        solver.solve(T, q, max_attempts=1, timeout=10.0)
+        plain = solver if solver.collision is None else IKSolver(solver.chain)
+        plain.solve(T, q, max_attempts=1, timeout=10.0)   # float64 C arrays: the one type _solve_fast serves
+        _solve_fast.disable_compile()
         IKSolver(solver.chain, collision=_FirstCollides()).solve(T, q, max_attempts=3, timeout=10.0)
     if batch and 'batch' not in _WARM:
         solver.solve_batch(T[None], q[None], max_attempts=1, timeout=10.0)
