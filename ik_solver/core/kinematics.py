@@ -20,28 +20,39 @@ PRISMATIC = 1
 
 
 @njit(cache=True)
-def _rotate_about(axis, angle, out):
-    """Rodrigues: out = rotation by angle about the unit axis."""
+def _rodrigues(x, y, z, angle):
+    """Rotation by angle about the unit axis (x, y, z), as 9 scalars in row order."""
     c = np.cos(angle)
     s = np.sin(angle)
     t = 1.0 - c
-    x, y, z = axis[0], axis[1], axis[2]
-    out[0, 0] = t * x * x + c
-    out[0, 1] = t * x * y - s * z
-    out[0, 2] = t * x * z + s * y
-    out[1, 0] = t * x * y + s * z
-    out[1, 1] = t * y * y + c
-    out[1, 2] = t * y * z - s * x
-    out[2, 0] = t * x * z - s * y
-    out[2, 1] = t * y * z + s * x
-    out[2, 2] = t * z * z + c
+    return (t * x * x + c, t * x * y - s * z, t * x * z + s * y,
+            t * x * y + s * z, t * y * y + c, t * y * z - s * x,
+            t * x * z - s * y, t * y * z + s * x, t * z * z + c)
 
 
 @njit(cache=True)
-def _matmul3(A, B, out):
-    for r in range(3):
-        for c in range(3):
-            out[r, c] = A[r, 0] * B[0, c] + A[r, 1] * B[1, c] + A[r, 2] * B[2, c]
+def _rotate_about(axis, angle, out):
+    """Rodrigues: out = rotation by angle about the unit axis."""
+    r = _rodrigues(axis[0], axis[1], axis[2], angle)
+    for k in range(9):
+        out[k // 3, k % 3] = r[k]
+
+
+@njit(cache=True)
+def _product(a, b):
+    """Product of two 3x3 matrices held as 9 scalars in row order."""
+    return (a[0] * b[0] + a[1] * b[3] + a[2] * b[6], a[0] * b[1] + a[1] * b[4] + a[2] * b[7],
+            a[0] * b[2] + a[1] * b[5] + a[2] * b[8],
+            a[3] * b[0] + a[4] * b[3] + a[5] * b[6], a[3] * b[1] + a[4] * b[4] + a[5] * b[7],
+            a[3] * b[2] + a[4] * b[5] + a[5] * b[8],
+            a[6] * b[0] + a[7] * b[3] + a[8] * b[6], a[6] * b[1] + a[7] * b[4] + a[8] * b[7],
+            a[6] * b[2] + a[7] * b[5] + a[8] * b[8])
+
+
+@njit(cache=True)
+def _rows(M):
+    """Return the entries of a 3x3 array as 9 scalars in row order."""
+    return M[0, 0], M[0, 1], M[0, 2], M[1, 0], M[1, 1], M[1, 2], M[2, 0], M[2, 1], M[2, 2]
 
 
 @njit(cache=True)
@@ -50,31 +61,30 @@ def frames(q, origin_R, origin_p, axis, kind, var, mult, offset, R_out, p_out, a
 
     R_out[i], p_out[i] (i < n): frame after joint i's motion; index n: the tip.
     a_out[i]: joint i's axis in the base frame, p_out[i] lies on it.
+    The running pose is kept in scalars (no temporary arrays).
     """
     n = axis.shape[0]
-    R = np.eye(3)
-    p = np.zeros(3)
-    Rb = np.empty((3, 3))
-    Rj = np.empty((3, 3))
-    for i in range(n):
-        _matmul3(R, origin_R[i], Rb)
-        for r in range(3):
-            p[r] = p[r] + R[r, 0] * origin_p[i, 0] + R[r, 1] * origin_p[i, 1] + R[r, 2] * origin_p[i, 2]
-        for r in range(3):
-            a_out[i, r] = Rb[r, 0] * axis[i, 0] + Rb[r, 1] * axis[i, 1] + Rb[r, 2] * axis[i, 2]
-        value = mult[i] * q[var[i]] + offset[i]
-        if kind[i] == REVOLUTE:
-            _rotate_about(axis[i], value, Rj)
-            _matmul3(Rb, Rj, R)
-        else:
-            R[:, :] = Rb
-            for r in range(3):
-                p[r] += a_out[i, r] * value
-        R_out[i] = R
-        p_out[i] = p
-    _matmul3(R, origin_R[n], R_out[n])
-    for r in range(3):
-        p_out[n, r] = p[r] + R[r, 0] * origin_p[n, 0] + R[r, 1] * origin_p[n, 1] + R[r, 2] * origin_p[n, 2]
+    R = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+    px, py, pz = 0.0, 0.0, 0.0
+    for i in range(n + 1):
+        o = origin_p[i]
+        px, py, pz = (px + R[0] * o[0] + R[1] * o[1] + R[2] * o[2], py + R[3] * o[0] + R[4] * o[1] + R[5] * o[2],
+                      pz + R[6] * o[0] + R[7] * o[1] + R[8] * o[2])
+        R = _product(R, _rows(origin_R[i]))
+        if i < n:
+            x, y, z = axis[i, 0], axis[i, 1], axis[i, 2]
+            ax, ay, az = R[0] * x + R[1] * y + R[2] * z, R[3] * x + R[4] * y + R[5] * z, R[6] * x + R[7] * y + R[8] * z
+            a_out[i, 0], a_out[i, 1], a_out[i, 2] = ax, ay, az
+            value = mult[i] * q[var[i]] + offset[i]
+            if kind[i] == REVOLUTE:
+                R = _product(R, _rodrigues(x, y, z, value))
+            else:
+                px, py, pz = px + ax * value, py + ay * value, pz + az * value
+        out = R_out[i]
+        out[0, 0], out[0, 1], out[0, 2] = R[0], R[1], R[2]
+        out[1, 0], out[1, 1], out[1, 2] = R[3], R[4], R[5]
+        out[2, 0], out[2, 1], out[2, 2] = R[6], R[7], R[8]
+        p_out[i, 0], p_out[i, 1], p_out[i, 2] = px, py, pz
 
 
 @njit(cache=True)

@@ -451,15 +451,14 @@ def _limit_factor(q, lower, upper):
 @njit(cache=True)
 def _score(q, seed, chain, lower, upper, Rt, fp, ip, ws):
     """Rank of a converged solution, lower is better; sets RP_POLE_SIDE and RP_JUMP for it."""
-    origin_R, origin_p, axis, kind, var, mult, offset = chain
-    R_out, p_out, a_out, J, e = ws
     linf = 0.0
     for i in range(q.shape[0]):
         linf = max(linf, abs(q[i] - seed[i]))
     score = linf
     side = 1.0
-    if ip[IP_MODE] == MODE_MANIPULABILITY or ip[IP_ELBOW] >= 0:
-        kin.frames(q, origin_R, origin_p, axis, kind, var, mult, offset, R_out, p_out, a_out)
+    if ip[IP_MODE] == MODE_MANIPULABILITY or ip[IP_ELBOW] >= 0:   # (the common case unpacks no arrays)
+        R_out, p_out, a_out, _, _ = ws
+        kin.frames(q, *chain, R_out, p_out, a_out)
         if ip[IP_ELBOW] >= 0:
             side = pole_side(p_out, R_out, ip[IP_ELBOW], fp[FP_ELBOW_OFFSET:FP_ELBOW_OFFSET + 3],
                              fp[FP_POLE:FP_POLE + 3])
