@@ -98,9 +98,9 @@ def rng():
 
 #: Modules whose tests drive real node processes over DDS, with timeouts, on a shared 2-core machine.
 GRAPH_MODULES = {
-    'test_controller_interface', 'test_e2e_collision', 'test_e2e_jumps', 'test_e2e_namespaces', 'test_e2e_robot',
-    'test_end_to_end', 'test_graph_diagnostics', 'test_graph_markers', 'test_graph_moveit', 'test_node_integration',
-    'test_servo_node', 'test_signals', 'test_sim_node',
+    'test_controller_interface', 'test_e2e_collision', 'test_e2e_collision_physics', 'test_e2e_jumps',
+    'test_e2e_namespaces', 'test_e2e_robot', 'test_end_to_end', 'test_graph_diagnostics', 'test_graph_markers',
+    'test_graph_moveit', 'test_node_integration', 'test_servo_node', 'test_signals', 'test_sim_node',
 }
 
 

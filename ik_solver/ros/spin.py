@@ -57,6 +57,10 @@ class ShutdownSignals:
         return self.signum is not None
 
     def _handle(self, signum, frame):
+        if self.signum is not None:
+            # A second signal that arrived before the first handler set SIG_IGN: Python runs its handler
+            # later, maybe in the cleanup; raising there would skip the cleanup (nodes left running).
+            return
         for other in STOP_SIGNALS:  # SIG_IGN also survives Python's finalization, which resets Python handlers
             signal.signal(other, signal.SIG_IGN)
         self.signum = signum
