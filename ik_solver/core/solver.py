@@ -635,9 +635,27 @@ def _summary(ip, report):
             max(int(report[RP_ATTEMPTS]) - 1, 0), pole_missed, report[RP_DISTANCE], report[RP_BEST_ERR])
 
 
+def _pack(chain, lower, upper, fp, ip, q_pref):
+    """Put the kernels' arguments in one float and one int array (``_unpack`` views them): fewer to dispatch."""
+    origin_R, origin_p, axis, kind, var, mult, offset = chain
+    floats = np.concatenate([origin_R.ravel(), origin_p.ravel(), axis.ravel(), mult, offset, lower, upper, fp, q_pref])
+    return floats, np.concatenate([kind, var, ip]).astype(np.int64)
+
+
+@njit(cache=True)
+def _unpack(floats, ints, n_var):
+    """Return views of ``_pack``'s arrays: (chain, lower, upper, fp, ip, q_pref)."""
+    n = (ints.shape[0] - IP_SIZE) // 2
+    e = np.cumsum(np.array(((n + 1) * 9, (n + 1) * 3, n * 3, n, n, n_var, n_var, FP_SIZE)))
+    f = floats
+    chain = (f[:e[0]].reshape((n + 1, 3, 3)), f[e[0]:e[1]].reshape((n + 1, 3)), f[e[1]:e[2]].reshape((n, 3)),
+             ints[:n], ints[n:2 * n], f[e[2]:e[3]], f[e[3]:e[4]])
+    return chain, f[e[4]:e[5]], f[e[5]:e[6]], f[e[6]:e[7]], ints[2 * n:], f[e[7]:]
+
+
 @njit(cache=True, nogil=True)
-def _solve_fast(T, seed, chain, lower, upper, fp, ip, q_pref, start, q_out):
-    """Solve once, work arrays included: one call from Python returns (code, summary).
+def _solve_fast(T, seed, floats, ints, start, q_out):
+    """Solve once, work arrays included: one call from Python (``_pack``'s arrays) returns (code, summary).
 
     ``IKSolver.solve`` calls it only with the types it was first compiled for
     (compilation is then disabled: other types raise TypeError and take the
@@ -645,6 +663,7 @@ def _solve_fast(T, seed, chain, lower, upper, fp, ip, q_pref, start, q_out):
     pose returns its code, for the checking path to raise.
     """
     n_var = q_out.shape[0]
+    chain, lower, upper, fp, ip, q_pref = _unpack(floats, ints, n_var)
     work = np.empty((4, n_var))
     report = np.zeros(RP_SIZE)
     if T.shape[0] != 4 or T.shape[1] != 4 or seed.shape[0] != n_var:
@@ -692,6 +711,7 @@ class _Plan:
     ip: np.ndarray
     q_pref: np.ndarray
     args: tuple     # the kernels' (chain, lower, upper, fp, ip, q_pref)
+    packed: tuple   # the same, packed for _solve_fast
 
 
 #: Plans kept per solver for per-call overrides (least recently built dropped first).
@@ -738,7 +758,7 @@ class IKSolver:
         if self.collision is None:
             q = np.empty(self._n_var)
             try:
-                code, summary = _solve_fast(target, self._mid if seed is None else seed, *plan.args, start, q)
+                code, summary = _solve_fast(target, self._mid if seed is None else seed, *plan.packed, start, q)
             except TypeError:   # not float64 C-contiguous writeable arrays: normalised by the checking path
                 code = None
             if code == SEED_OK:
@@ -850,7 +870,8 @@ class IKSolver:
         ip[IP_TARGET_FRAME], ip[IP_BOUNDS] = opts.weights_frame == 'target', opts.bounds is not None
         ip[IP_YIELD], ip[IP_SEED], ip[IP_METHOD] = collision_yield, opts.random_seed, method_id(opts.method)
         q_pref = np.ascontiguousarray(q_pref, dtype=float)
-        return _Plan(opts, fp, ip, q_pref, (self._kin, *self._limits, fp, ip, q_pref))
+        args = (self._kin, *self._limits, fp, ip, q_pref)
+        return _Plan(opts, fp, ip, q_pref, args, _pack(*args))
 
     def _reach_limit(self, w, bounds, opts):
         """Distance from the first joint beyond which the target is certainly out of reach (inf: no check).
