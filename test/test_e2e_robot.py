@@ -23,12 +23,8 @@ from std_srvs.srv import SetBool
 #: Known to fail under CI load or an open defect: run and reported (XPASS when it passes), not hidden.
 KNOWN_TRANSIENTS = pytest.mark.xfail(strict=False, reason=(
     'known (issue 8): the physics measures acceleration transients above the limits at trajectory '
-    'starts (up to ~50 rad/s^2); their cause is not yet isolated'
-))
-#: Known to fail under CI load or an open defect: run and reported (XPASS when it passes), not hidden.
-LOAD_SENSITIVE = pytest.mark.xfail(strict=False, reason=(
-    'load-sensitive: the waiting target is solved within the 5 ms default timeout, which CI '
-    'preemption can cut'
+    'starts (30-230 rad/s^2 under load): the controller joins a move later than the start state it was '
+    'planned from (stamp to delivery 7-80 ms p50, up to 0.5 s p95 at load 6-8), beyond command_lead_time'
 ))
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
@@ -44,7 +40,8 @@ ACCELERATION_MARGIN = 2.0
 def arm(ik7):
     s = Session(ik7.joint_names)
     try:
-        s.node = s.add(start('ros.ik_node', joint_limits_file=LIMITS_FILE, target_timeout=60.0,
+        # a 50 ms solve budget: CI preemption cannot cut it (this module is about motion, not solve speed)
+        s.node = s.add(start('ros.ik_node', joint_limits_file=LIMITS_FILE, target_timeout=60.0, timeout=0.05,
                              velocity_scaling=0.8, acceleration_scaling=0.8))
         assert s.wait_service(s.observer.solve_client), s.node.output()
         ready = SolveIK.Request()  # an answer: the node is spinning, not only discovered
@@ -80,7 +77,6 @@ def _tip_error(arm, T):
     return np.linalg.norm(arm.observer.latest_tip()[:3, 3] - T[:3, 3])
 
 
-@LOAD_SENSITIVE
 def test_a_target_sent_before_the_simulator_starts_is_executed_once_it_runs(arm):
     assert not arm.early_statuses_before_sim  # it waited: no answer while there was no joint state
     status = poll(lambda: arm.statuses_since(arm.early_sent), 30.0)[0]

@@ -125,7 +125,8 @@ def test_streamed_path_is_tracked_with_bounded_error(arm):
 
 @pytest.mark.xfail(strict=False, reason='known (issue 8): at the switches of a 100 Hz re-targeting stream the '
                    'simulated physics still measures acceleration transients of ~1e2 rad/s^2 (down from ~1e4 '
-                   'before trajectories were stamped and joined in step); their cause is not yet isolated')
+                   'before trajectories were stamped and joined in step): under load the controller joins a '
+                   'trajectory later than command_lead_time allows (see test_e2e_robot)')
 def test_streamed_path_has_no_acceleration_spikes(arm, ik7):
     """Every trajectory switch of the stream takes over smoothly, as the physics measures it.
 
