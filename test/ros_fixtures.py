@@ -47,6 +47,12 @@ def start(module, arm='ik7', namespace='', **params):
     return NodeProcess(module, args, log)
 
 
+def start_urdf(module, urdf_file, **params):
+    """Start ``ik_solver.<module>`` for any URDF, without a bundled config (the node's defaults + ``params``)."""
+    log = tempfile.NamedTemporaryFile(prefix=f'{module}_', suffix='.log', delete=False).name
+    return NodeProcess(module, node_args(None, {'urdf_file': urdf_file, **params}), log)
+
+
 @contextlib.contextmanager
 def node_session(joint_names, sim=None, **params):
     """Open a Session running ik_solver_node with ``params``; given ``sim`` (its parameters), sim_arm_node first.
