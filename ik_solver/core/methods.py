@@ -42,38 +42,54 @@ def method_id(name):
 
 
 @njit(cache=True)
-def cholesky(A, floor=1e-300):
-    """Lower Cholesky factor of a symmetric positive (semi)definite A; pivots below ``floor`` are raised to it."""
+def factor_in_place(A, floor=1e-300):
+    """Overwrite the lower triangle of a symmetric positive (semi)definite A with its Cholesky factor L.
+
+    Pivots below ``floor`` are raised to it; the strict upper triangle is not touched.
+    """
     n = A.shape[0]
-    L = np.zeros((n, n))
     for i in range(n):
         for j in range(i + 1):
             s = A[i, j]
             for k in range(j):
-                s -= L[i, k] * L[j, k]
+                s -= A[i, k] * A[j, k]
             if i == j:
-                L[i, i] = np.sqrt(max(s, floor))
+                A[i, i] = np.sqrt(max(s, floor))
             else:
-                L[i, j] = s / L[j, j]
+                A[i, j] = s / A[j, j]
+
+
+@njit(cache=True)
+def substitute_in_place(L, b):
+    """Overwrite b with x solving L L^T x = b (forward, then back substitution; L's lower triangle)."""
+    n = L.shape[0]
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * b[k]
+        b[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * b[k]
+        b[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def cholesky(A, floor=1e-300):
+    """Lower Cholesky factor of a symmetric positive (semi)definite A; pivots below ``floor`` are raised to it."""
+    L = A.copy()
+    factor_in_place(L, floor)
+    for i in range(L.shape[0]):
+        L[i, i + 1:] = 0.0
     return L
 
 
 @njit(cache=True)
 def cholesky_solve(L, b):
     """Solve L L^T x = b by forward and back substitution."""
-    n = L.shape[0]
-    y = np.empty(n)
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * y[k]
-        y[i] = s / L[i, i]
-    x = np.empty(n)
-    for i in range(n - 1, -1, -1):
-        s = y[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * x[k]
-        x[i] = s / L[i, i]
+    x = b.copy()
+    substitute_in_place(L, x)
     return x
 
 
@@ -154,7 +170,7 @@ def lm_step(J, e, w_bias):
     E = 0.0
     for r in range(m):
         E += 0.5 * e[r] * e[r]
-    A = np.empty((n, n))
+    A = np.empty((n, n))   # lower triangle only: factored and solved in place
     g = np.zeros(n)
     for i in range(n):
         for j in range(i + 1):
@@ -162,11 +178,12 @@ def lm_step(J, e, w_bias):
             for r in range(m):
                 s += J[r, i] * J[r, j]
             A[i, j] = s
-            A[j, i] = s
         A[i, i] += E + w_bias
         for r in range(m):
             g[i] += J[r, i] * e[r]
-    return solve_spd(A, g)
+    factor_in_place(A)
+    substitute_in_place(A, g)
+    return g
 
 
 @njit(cache=True)

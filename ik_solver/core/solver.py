@@ -19,6 +19,10 @@ Goals: weights (0 frees an axis) and per-axis ``bounds`` may be given in the
 base frame or the target (tool) frame; convergence uses the weighted, masked
 error (``task_error``), while results always report the true position and
 orientation error of the returned joints.
+
+numba's on-disk cache keys each module on its own source text: these kernels
+inline kinematics, methods and nullspace kernels, so after a change there,
+change this file too (or clear ``__pycache__``) to recompile them.
 """
 from dataclasses import dataclass, field, fields, replace
 import numbers
@@ -702,6 +706,17 @@ def _solve_batch(targets, seeds, chain, lower, upper, fp, ip, q_pref, Q_out, rep
         _conclude(clamped, chain, lower, upper, Rt, pt, fp, ip, work, report, Q_out[b])
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _served(array, ndim):
+    """Whether ``_solve_fast`` takes this argument as it is: a writeable C-contiguous float64 array of ndim."""
+    if type(array) is not np.ndarray or array.dtype is not _FLOAT64 or array.ndim != ndim:
+        return False
+    flags = array.flags
+    return flags.c_contiguous and flags.writeable
+
+
 @dataclass(frozen=True)
 class _Plan:
     """Options turned into kernel arguments, once per option set."""
@@ -755,11 +770,13 @@ class IKSolver:
         """
         start = time.perf_counter()
         plan = self._plan_for(overrides) if overrides else self._plan
-        if self.collision is None:
+        if seed is None:
+            seed = self._mid
+        if self.collision is None and _served(target, 2) and _served(seed, 1):
             q = np.empty(self._n_var)
             try:
-                code, summary = _solve_fast(target, self._mid if seed is None else seed, *plan.packed, start, q)
-            except TypeError:   # not float64 C-contiguous writeable arrays: normalised by the checking path
+                code, summary = _solve_fast(target, seed, *plan.packed, start, q)
+            except TypeError:   # a type _served let through (dispatch costs ~100 us then): the checking path
                 code = None
             if code == SEED_OK:
                 return self._result(summary, q, target, plan, start)
@@ -903,8 +920,6 @@ class IKSolver:
 
     def _seed_array(self, seed):
         n = self.chain.n
-        if seed is None:
-            return self.chain.mid_configuration()
         if type(seed) is np.ndarray and seed.shape == (n,) and seed.dtype == np.float64 \
                 and seed.flags.c_contiguous and seed.flags.writeable:
             return seed
