@@ -289,56 +289,64 @@ def test_workspace_box_refuses_targets_outside(session, ik7):
     refused = session.set_parameter('workspace.min', [-1.0, -1.0, 0.2])
     assert not refused.successful and 'set together' in refused.reason
     T = ik7.fk(HOME + 0.1)
-    result = session.set_parameters({'workspace.min': [-1.0, -1.0, T[2, 3] + 0.05], 'workspace.max': [1.0, 1.0, 2.0]})
-    assert result.successful, result.reason
-    status = _send_and_expect_nothing(session, T)
-    assert status.reason == 'outside_workspace' and 'workspace box' in status.message
-    assert session.set_parameters({'workspace.min': [0.0], 'workspace.max': [0.0]}).successful
-    t0 = session.observer.send_target(T)
-    assert _status_after(session, t0).success
+    try:
+        result = session.set_parameters({'workspace.min': [-1.0, -1.0, T[2, 3] + 0.05],
+                                         'workspace.max': [1.0, 1.0, 2.0], 'timeout': 0.05})
+        assert result.successful, result.reason
+        status = _send_and_expect_nothing(session, T)
+        assert status.reason == 'outside_workspace' and 'workspace box' in status.message
+        assert session.set_parameters({'workspace.min': [0.0], 'workspace.max': [0.0]}).successful
+        t0 = session.observer.send_target(T)
+        status = _status_after(session, t0)
+        assert status.success, (status.reason, status.message)
+    finally:  # the box must not outlive this test (a rerun, and the later tests, assume no box)
+        assert session.set_parameters({'workspace.min': [0.0], 'workspace.max': [0.0], 'timeout': 0.005}).successful
 
 
 def test_joint_jump_is_refused(session, ik7):
     assert session.set_parameter('max_joint_jump', 0.05).successful
-    status = _send_and_expect_nothing(session, ik7.fk(HOME + np.array([0.3, 0, 0, 0, 0, 0, 0])))
-    assert session.set_parameter('max_joint_jump', 3.1416).successful
+    try:
+        status = _send_and_expect_nothing(session, ik7.fk(HOME + np.array([0.3, 0, 0, 0, 0, 0, 0])))
+    finally:
+        assert session.set_parameter('max_joint_jump', 3.1416).successful
     assert status.reason == 'joint_jump' and 'max_joint_jump' in status.message
 
 
 def test_parameters_change_at_run_time_and_bad_values_are_refused(session, ik7):
-    assert session.set_parameter('method', 'dls').successful
-    refused = session.set_parameter('method', 'newton')
-    assert not refused.successful and 'must be one of' in refused.reason
-    assert not session.set_parameter('timeout', 5.0).successful
-    refused = session.set_parameter('timeout', 'fast')
-    assert not refused.successful and 'must be a number' in refused.reason
-    assert session.set_parameter('timeout', 1).successful  # an integer, as `ros2 param set` sends it
-    assert session.set_parameter('timeout', 0.05).successful  # a budget CI preemption cannot cut
-    refused = session.set_parameter('nullspace.pole_target', [1.0, 2.0])
-    assert not refused.successful and '3 values' in refused.reason
-    assert not session.set_parameter('base_link', 'link2').successful
-    t0 = session.observer.send_target(ik7.fk(HOME + 0.1))
-    status = _status_after(session, t0)
-    assert status.method == 'dls' and status.success, (status.reason, status.message)
-    assert session.set_parameter('method', 'lm').successful
-    assert session.set_parameter('timeout', 0.005).successful
+    try:
+        assert session.set_parameter('method', 'dls').successful
+        refused = session.set_parameter('method', 'newton')
+        assert not refused.successful and 'must be one of' in refused.reason
+        assert not session.set_parameter('timeout', 5.0).successful
+        refused = session.set_parameter('timeout', 'fast')
+        assert not refused.successful and 'must be a number' in refused.reason
+        assert session.set_parameter('timeout', 1).successful  # an integer, as `ros2 param set` sends it
+        assert session.set_parameter('timeout', 0.05).successful  # a budget CI preemption cannot cut
+        refused = session.set_parameter('nullspace.pole_target', [1.0, 2.0])
+        assert not refused.successful and '3 values' in refused.reason
+        assert not session.set_parameter('base_link', 'link2').successful
+        t0 = session.observer.send_target(ik7.fk(HOME + 0.1))
+        status = _status_after(session, t0)
+        assert status.method == 'dls' and status.success, (status.reason, status.message)
+    finally:  # later tests (and a rerun) assume the defaults
+        assert session.set_parameters({'method': 'lm', 'timeout': 0.005}).successful
 
 
 def test_guarded_approximation(session, ik7):
     stretched = make_pose([0.955, 0.0, 0.36], [0.0, 0.7071067811865476, 0.0, 0.7071067811865476])
-    assert session.set_parameter('publish_approximation', True).successful
-    assert session.set_parameter('max_joint_jump', 3.0).successful
-    t0 = session.observer.send_target(stretched)  # ~1 cm beyond the reach
-    msgs = poll(lambda: session.trajectories_since(t0))
-    status = _status_after(session, t0)
-    assert not status.success and status.trajectory_published and msgs, status.message
-    q = final_joint_positions(msgs[-1], ik7.joint_names)
-    assert ik7.within_limits(q)
-    assert np.linalg.norm(ik7.fk(q)[:3, 3] - stretched[:3, 3]) < 0.01
-    status = _send_and_expect_nothing(session, make_pose([1.2, 0.0, 0.36], DOWN))  # far beyond: nothing
-    assert not status.trajectory_published
-    assert session.set_parameter('publish_approximation', False).successful
-    assert session.set_parameter('max_joint_jump', 3.1416).successful
+    assert session.set_parameters({'publish_approximation': True, 'max_joint_jump': 3.0}).successful
+    try:
+        t0 = session.observer.send_target(stretched)  # ~1 cm beyond the reach
+        msgs = poll(lambda: session.trajectories_since(t0))
+        status = _status_after(session, t0)
+        assert not status.success and status.trajectory_published and msgs, status.message
+        q = final_joint_positions(msgs[-1], ik7.joint_names)
+        assert ik7.within_limits(q)
+        assert np.linalg.norm(ik7.fk(q)[:3, 3] - stretched[:3, 3]) < 0.01
+        status = _send_and_expect_nothing(session, make_pose([1.2, 0.0, 0.36], DOWN))  # far beyond: nothing
+        assert not status.trajectory_published
+    finally:  # later tests (and a rerun) assume the defaults
+        assert session.set_parameters({'publish_approximation': False, 'max_joint_jump': 3.1416}).successful
 
 
 def test_burst_of_targets_is_solved_at_the_newest_and_accounted_for(session, ik7, rng):
