@@ -699,21 +699,9 @@ def _mark_sent(outcome, refusal):
     return outcome
 
 
-class _MultiThreadedExecutor:
-    """A MultiThreadedExecutor made on first use, i.e. after ``run_node`` has initialised rclpy."""
-
-    def __init__(self, num_threads=4):
-        self._num_threads = num_threads
-        self._executor = None
-
-    def __getattr__(self, name):
-        if self._executor is None:
-            self._executor = MultiThreadedExecutor(num_threads=self._num_threads)
-        return getattr(self._executor, name)
-
-
 def main(args=None):
-    return run_node(IKSolverNode, args, executor=_MultiThreadedExecutor())
+    # made by run_node after rclpy.init: a solve, compute_fk and the parameter services run side by side
+    return run_node(IKSolverNode, args, executor=lambda: MultiThreadedExecutor(num_threads=4))
 
 
 if __name__ == '__main__':
