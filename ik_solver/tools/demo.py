@@ -85,10 +85,7 @@ class Demo:
     def run_targets(self):
         for name, target, reachable in demo_targets(self.chain):
             q_before = self.observer.latest_joints()[1]
-            sent = self.observer.send_target(target)
-            status = self.observer.wait_status(sent)
-            if status is None:
-                raise RuntimeError('ik_solver_node did not answer a target')
+            sent, status = self.send_and_wait(name, target)
             if status.trajectory_published:
                 self.observer.wait_settled(sent + 0.05)
             else:
@@ -100,6 +97,23 @@ class Demo:
             verdict = 'reached' if reached else ('not reached' + (', arm did not move' if moved < 1e-3 else ''))
             print(f'  {name:<28} {verdict:<32} error {pe * 1e3:8.3f} mm {re:8.5f} rad  '
                   f'solve {status.solve_time * 1e3:6.2f} ms  ({status.reason})', flush=True)
+
+    def send_and_wait(self, name, target, attempts=3):
+        """Send ``target`` and return (send time, status).
+
+        A target the node answers ``expired`` reached it too late (an overloaded machine delays delivery past
+        ``max_target_age``); the node was right not to move, and an operator would send it again with a fresh
+        stamp, so the demo does that, says so, and gives up after ``attempts``.
+        """
+        for _ in range(attempts):
+            sent = self.observer.send_target(target)
+            status = self.observer.wait_status(sent)
+            if status is None:
+                raise RuntimeError('ik_solver_node did not answer a target')
+            if status.reason != 'expired':
+                break
+            print(f'  {name:<28} expired on arrival ({status.message}); sending it again', flush=True)
+        return sent, status
 
     def run_path(self, rate=100.0, period=4.0, loops=1):
         start_pose = make_pose([0.5, 0.0, 0.5], DOWN)
