@@ -162,15 +162,22 @@ def goal_rows(J, Rt, sw, target_frame):
     ``sw`` are the square roots of the task weights, so masked rows become zero.
     """
     out = np.empty_like(J)
+    goal_rows_into(J, Rt, sw, target_frame, out)
+    return out
+
+
+@njit(cache=True)
+def goal_rows_into(J, Rt, sw, target_frame, out):
+    """``goal_rows`` written into ``out`` (which may be J itself)."""
     for c in range(J.shape[1]):
         for block in (0, 3):
-            for r in range(3):
-                if target_frame:
-                    v = Rt[0, r] * J[block, c] + Rt[1, r] * J[block + 1, c] + Rt[2, r] * J[block + 2, c]
-                else:
-                    v = J[block + r, c]
-                out[block + r, c] = sw[block + r] * v
-    return out
+            x, y, z = J[block, c], J[block + 1, c], J[block + 2, c]
+            if target_frame:
+                x, y, z = (Rt[0, 0] * x + Rt[1, 0] * y + Rt[2, 0] * z, Rt[0, 1] * x + Rt[1, 1] * y + Rt[2, 1] * z,
+                           Rt[0, 2] * x + Rt[1, 2] * y + Rt[2, 2] * z)
+            out[block, c] = sw[block] * x
+            out[block + 1, c] = sw[block + 1] * y
+            out[block + 2, c] = sw[block + 2] * z
 
 
 @njit(cache=True)

@@ -166,24 +166,32 @@ def lm_step(J, e, w_bias):
     The damping is large far from the goal (robust, gradient-like steps) and
     falls to ``w_bias`` near it (Gauss-Newton convergence), with no tuning per robot.
     """
+    n = J.shape[1]
+    g = np.empty(n)
+    lm_step_into(J, e, w_bias, np.empty((n, n)), g)
+    return g
+
+
+@njit(cache=True)
+def lm_step_into(J, e, w_bias, A, g):
+    """``lm_step`` with its work matrix A (n x n, overwritten) given, the step written into g."""
     m, n = J.shape
     E = 0.0
     for r in range(m):
         E += 0.5 * e[r] * e[r]
-    A = np.empty((n, n))   # lower triangle only: factored and solved in place
-    g = np.zeros(n)
-    for i in range(n):
+    for i in range(n):   # A: lower triangle only, factored and solved in place
         for j in range(i + 1):
             s = 0.0
             for r in range(m):
                 s += J[r, i] * J[r, j]
             A[i, j] = s
         A[i, i] += E + w_bias
+        s = 0.0
         for r in range(m):
-            g[i] += J[r, i] * e[r]
+            s += J[r, i] * e[r]
+        g[i] = s
     factor_in_place(A)
     substitute_in_place(A, g)
-    return g
 
 
 @njit(cache=True)
@@ -198,6 +206,15 @@ def step(method, J, e, fp):
     if method == ADAPTIVE_DLS:
         return adaptive_dls_step(J, e, fp[2], fp[3])
     return lm_step(J, e, fp[5])
+
+
+@njit(cache=True)
+def step_into(method, J, e, fp, A, dq):
+    """``step`` written into dq; lm, the default, uses the work matrix A (n x n) and allocates nothing."""
+    if method == LM:
+        lm_step_into(J, e, fp[5], A, dq)
+    else:
+        dq[:] = step(method, J, e, fp)
 
 
 @njit(cache=True)

@@ -33,7 +33,7 @@ import numpy as np
 
 from . import kinematics as kin
 from .clock import monotonic
-from .methods import method_id, METHOD_NAMES, smallest_singular_value, step
+from .methods import method_id, METHOD_NAMES, smallest_singular_value, step_into
 from .nullspace import NS_SETTLED, NullspaceGoals, pole_side, secondary_step, weighted_manipulability
 from .transforms import check_pose, pose_defect, rotation_error
 
@@ -76,10 +76,17 @@ IP_MAX_ITER, IP_PATIENCE, IP_NS_ITERS, IP_ELBOW, IP_MAX_ATTEMPTS, IP_MODE, IP_TA
 IP_SIZE = 11
 # Layout of the search report.
 (RP_ATTEMPTS, RP_ITERS, RP_BEST_ERR, RP_BEST_SIGMA, RP_BEST_STATUS, RP_CHOSEN, RP_SCORE, RP_POS, RP_ROT,
- RP_TASK, RP_REASON, RP_DISTANCE, RP_POLE_SIDE, RP_JUMP) = range(14)
-RP_SIZE = 14
-# Rows of the work array: current q, best failed attempt, candidate, chosen solution.
-W_Q, W_BEST, W_CAND, W_CHOSEN = range(4)
+ RP_TASK, RP_REASON, RP_DISTANCE, RP_POLE_SIDE, RP_JUMP, RP_EVALUATED, RP_EVAL_POS, RP_EVAL_ROT,
+ RP_EVAL_TASK) = range(18)
+RP_SIZE = 18
+# Rows of the work array: current q, best failed attempt, candidate, chosen solution, and the last joints
+# whose errors were evaluated (report RP_EVAL_*: _conclude reuses them when it returns exactly these joints).
+W_Q, W_BEST, W_CAND, W_CHOSEN, W_EVAL = range(5)
+W_SIZE = 5
+# Layout of an attempt's output: masked position and rotation error, iterations, sigma_min, task error,
+# true position and rotation error, and whether they were evaluated at the attempt's final q.
+OUT_POS, OUT_ROT, OUT_ITERS, OUT_SIGMA, OUT_TASK, OUT_TRUE_POS, OUT_TRUE_ROT, OUT_EVALUATED = range(8)
+OUT_SIZE = 8
 
 
 def _number(name, value, low=-np.inf, high=np.inf, integer=False, open_low=False):
@@ -280,11 +287,17 @@ def _seed_rng(rng, seed, index):
 
 @njit(cache=True)
 def _goal_error(Rt, pt, R, p, fp, ip, e):
-    """Task error e (weighted, in the weights' frame, bounds applied) -> (masked pos, masked rot, task error)."""
+    """Task error e (weighted, in the weights' frame, bounds applied).
+
+    Returns (masked pos, masked rot, task error, true pos, true rot): the true
+    errors are the norms of the base-frame error on all axes.
+    """
     for r in range(3):
         e[r] = pt[r] - p[r]
     w = rotation_error(Rt, R)
     e[3], e[4], e[5] = w[0], w[1], w[2]
+    true_pos = np.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
+    true_rot = np.sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5])
     if ip[IP_TARGET_FRAME] or ip[IP_BOUNDS]:
         for block in (0, 3):
             x = Rt[0, 0] * e[block] + Rt[1, 0] * e[block + 1] + Rt[2, 0] * e[block + 2]
@@ -313,21 +326,45 @@ def _goal_error(Rt, pt, R, p, fp, ip, e):
                 re += e[r] * e[r]
         e[r] *= sw
         task += e[r] * e[r]
-    return np.sqrt(pe), np.sqrt(re), np.sqrt(task)
+    return np.sqrt(pe), np.sqrt(re), np.sqrt(task), true_pos, true_rot
 
 
 @njit(cache=True)
 def _workspace(n, n_var):
-    return np.empty((n + 1, 3, 3)), np.empty((n + 1, 3)), np.empty((n, 3)), np.empty((6, n_var)), np.empty(6)
+    """Work arrays of the iteration, carved from one allocation.
+
+    (R_out, p_out, a_out: ``frames`` output; J: 6 x n_var; e: 6; A: n_var x n_var and dq: n_var for the step).
+    """
+    e0 = (n + 1) * 9
+    e1 = e0 + (n + 1) * 3
+    e2 = e1 + n * 3
+    e3 = e2 + 6 * n_var
+    e4 = e3 + 6
+    e5 = e4 + n_var * n_var
+    b = np.empty(e5 + n_var)
+    return (b[:e0].reshape((n + 1, 3, 3)), b[e0:e1].reshape((n + 1, 3)), b[e1:e2].reshape((n, 3)),
+            b[e2:e3].reshape((6, n_var)), b[e3:e4], b[e4:e5].reshape((n_var, n_var)), b[e5:])
 
 
 @njit(cache=True)
 def _task_jacobian(chain, Rt, fp, ip, ws):
-    """Weighted task Jacobian (rows in the weights' frame) at the pose in the workspace."""
-    R_out, p_out, a_out, J, e = ws
+    """Weighted task Jacobian (rows in the weights' frame) at the pose in the workspace, in place of its J."""
+    p_out, a_out, J = ws[1], ws[2], ws[3]
     n = a_out.shape[0]
     kin.point_jacobian(p_out, a_out, chain[3], chain[4], chain[5], p_out[n], n - 1, J)
-    return kin.goal_rows(J, Rt, fp[FP_SW:FP_SW + 6], ip[IP_TARGET_FRAME])
+    kin.goal_rows_into(J, Rt, fp[FP_SW:FP_SW + 6], ip[IP_TARGET_FRAME], J)
+    return J
+
+
+@njit(cache=True)
+def _largest(dq):
+    """Largest |dq_i| (NaN if any is NaN, as np.abs(dq).max())."""
+    largest = 0.0
+    for v in dq:
+        a = abs(v)
+        if a > largest or a != a:
+            largest = a
+    return largest
 
 
 @njit(cache=True)
@@ -364,18 +401,19 @@ def _exact_sigma(q, chain, T, fp, ip):
 def _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out):
     """Iterate from q (modified in place) until converged, stalled, max_iter or the deadline.
 
-    out receives (masked position error, masked rotation error, iterations, sigma_min, task error).
+    out receives the OUT_* fields: masked and true errors, iterations, sigma_min and
+    task error, the errors with OUT_EVALUATED set when they belong to the final q.
     After convergence, bounded nullspace steps alternate with re-convergence;
     the last pose that met the tolerance is returned.
     """
     origin_R, origin_p, axis, kind, var, mult, offset = chain
-    R_out, p_out, a_out, J, e = ws
+    R_out, p_out, a_out, _, e, A, dq = ws
     n = axis.shape[0]
     n_var = q.shape[0]
     ns_w = fp[FP_NS_W:FP_NS_W + 4]
     ns_iters = ip[IP_NS_ITERS]
     ns_active = ns_w.sum() > 0.0 and ns_iters > 0
-    q_conv = q.copy()
+    q_conv = q.copy() if ns_active else q   # the last pose within tolerance, kept only with nullspace goals
     have_conv = False
     ns_done = 0
     best = np.inf
@@ -384,8 +422,9 @@ def _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out):
     status = MAX_ITER
     for it in range(limit + 1):
         kin.frames(q, origin_R, origin_p, axis, kind, var, mult, offset, R_out, p_out, a_out)
-        pe, re, task = _goal_error(Rt, pt, R_out[n], p_out[n], fp, ip, e)
-        out[0], out[1], out[2], out[4] = pe, re, it, task
+        pe, re, task, out[OUT_TRUE_POS], out[OUT_TRUE_ROT] = _goal_error(Rt, pt, R_out[n], p_out[n], fp, ip, e)
+        out[OUT_POS], out[OUT_ROT], out[OUT_ITERS], out[OUT_TASK] = pe, re, it, task
+        out[OUT_EVALUATED] = 1.0
         if not (np.isfinite(pe) and np.isfinite(re)):
             return NOT_FINITE
         within = pe < fp[FP_TOL_POS] and re < fp[FP_TOL_ROT]
@@ -396,24 +435,25 @@ def _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out):
             have_conv = True
         if it == limit:
             break
-        if monotonic() >= deadline:
+        if it > 0 and monotonic() >= deadline:   # (the first step is the one iteration a solve may overrun)
             status = TIMED_OUT
             break
         Jw = _task_jacobian(chain, Rt, fp, ip, ws)
         if within:
-            dq = secondary_step(q, chain, lower, upper, ns_w, fp[FP_NS_GAIN], q_pref, fp[FP_POLE:FP_POLE + 3],
-                                ip[IP_ELBOW], fp[FP_ELBOW_OFFSET:FP_ELBOW_OFFSET + 3], Jw, Rt,
-                                fp[FP_SW:FP_SW + 6], ip[IP_TARGET_FRAME], fp[FP_CUTOFF], R_out, p_out, a_out)
+            dq[:] = secondary_step(q, chain, lower, upper, ns_w, fp[FP_NS_GAIN], q_pref, fp[FP_POLE:FP_POLE + 3],
+                                   ip[IP_ELBOW], fp[FP_ELBOW_OFFSET:FP_ELBOW_OFFSET + 3], Jw, Rt,
+                                   fp[FP_SW:FP_SW + 6], ip[IP_TARGET_FRAME], fp[FP_CUTOFF], R_out, p_out, a_out)
             ns_done += 1
-            if np.abs(dq).max() < NS_SETTLED:
+            if _largest(dq) < NS_SETTLED:
                 return CONVERGED
         else:
-            dq = step(ip[IP_METHOD], Jw, e, fp)
-            largest = np.abs(dq).max()
+            step_into(ip[IP_METHOD], Jw, e, fp, A, dq)
+            largest = _largest(dq)
             if largest > fp[FP_MAX_STEP]:
                 dq *= fp[FP_MAX_STEP] / largest
         for i in range(n_var):
             q[i] = min(upper[i], max(lower[i], q[i] + dq[i]))
+        out[OUT_EVALUATED] = 0.0
         if have_conv:
             continue
         err = pe + re
@@ -423,14 +463,16 @@ def _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out):
         else:
             stall += 1
             if stall >= ip[IP_PATIENCE]:
-                out[3] = _sigma_min(Jw, fp)
+                out[OUT_SIGMA] = _sigma_min(Jw, fp)
                 return STALLED
     if have_conv:
         q[:] = q_conv
         kin.frames(q, origin_R, origin_p, axis, kind, var, mult, offset, R_out, p_out, a_out)
-        out[0], out[1], out[4] = _goal_error(Rt, pt, R_out[n], p_out[n], fp, ip, e)
+        out[OUT_POS], out[OUT_ROT], out[OUT_TASK], out[OUT_TRUE_POS], out[OUT_TRUE_ROT] = _goal_error(
+            Rt, pt, R_out[n], p_out[n], fp, ip, e)
+        out[OUT_EVALUATED] = 1.0
         return CONVERGED
-    out[3] = _sigma_min(_task_jacobian(chain, Rt, fp, ip, ws), fp)
+    out[OUT_SIGMA] = _sigma_min(_task_jacobian(chain, Rt, fp, ip, ws), fp)
     return status
 
 
@@ -461,7 +503,7 @@ def _score(q, seed, chain, lower, upper, Rt, fp, ip, ws):
     score = linf
     side = 1.0
     if ip[IP_MODE] == MODE_MANIPULABILITY or ip[IP_ELBOW] >= 0:   # (the common case unpacks no arrays)
-        R_out, p_out, a_out, _, _ = ws
+        R_out, p_out, a_out = ws[0], ws[1], ws[2]
         kin.frames(q, *chain, R_out, p_out, a_out)
         if ip[IP_ELBOW] >= 0:
             side = pole_side(p_out, R_out, ip[IP_ELBOW], fp[FP_ELBOW_OFFSET:FP_ELBOW_OFFSET + 3],
@@ -496,7 +538,7 @@ def _search(seed, chain, lower, upper, slo, sup, Rt, pt, fp, ip, q_pref, deadlin
     """
     n_var = seed.shape[0]
     ws = _workspace(chain[2].shape[0], n_var)
-    out = np.zeros(5)
+    out = np.zeros(OUT_SIZE)
     max_attempts = ip[IP_MAX_ATTEMPTS]
     if report[RP_DISTANCE] > fp[FP_REACH] and (max_attempts == 0 or max_attempts > UNREACHABLE_ATTEMPTS):
         max_attempts = UNREACHABLE_ATTEMPTS
@@ -509,7 +551,12 @@ def _search(seed, chain, lower, upper, slo, sup, Rt, pt, fp, ip, q_pref, deadlin
                 q[i] = slo[i] + (sup[i] - slo[i]) * _next_uniform(rng)
         status = _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out)
         report[RP_ATTEMPTS] += 1
-        report[RP_ITERS] += out[2]
+        report[RP_ITERS] += out[OUT_ITERS]
+        if out[OUT_EVALUATED]:
+            work[W_EVAL] = q
+            report[RP_EVALUATED] = 1.0
+            report[RP_EVAL_POS], report[RP_EVAL_ROT] = out[OUT_TRUE_POS], out[OUT_TRUE_ROT]
+            report[RP_EVAL_TASK] = out[OUT_TASK]
         if status == CONVERGED:
             _wrap_near(q, seed, lower)
             if ip[IP_YIELD]:
@@ -517,9 +564,9 @@ def _search(seed, chain, lower, upper, slo, sup, Rt, pt, fp, ip, q_pref, deadlin
                 return CANDIDATE
             if _offer(q, seed, chain, lower, upper, Rt, fp, ip, ws, work, report):
                 return FINISHED
-        elif status != NOT_FINITE and out[4] < report[RP_BEST_ERR]:
+        elif status != NOT_FINITE and out[OUT_TASK] < report[RP_BEST_ERR]:
             work[W_BEST] = q
-            report[RP_BEST_ERR], report[RP_BEST_SIGMA], report[RP_BEST_STATUS] = out[4], out[3], status
+            report[RP_BEST_ERR], report[RP_BEST_SIGMA], report[RP_BEST_STATUS] = out[OUT_TASK], out[OUT_SIGMA], status
         if monotonic() >= deadline:
             break
     return FINISHED
@@ -527,11 +574,11 @@ def _search(seed, chain, lower, upper, slo, sup, Rt, pt, fp, ip, q_pref, deadlin
 
 @njit(cache=True)
 def _conclude(seed, chain, lower, upper, Rt, pt, fp, ip, work, report, q_out):
-    """Fill q_out and the report's result fields (true errors, task error, sigma_min, reason code)."""
-    origin_R, origin_p, axis, kind, var, mult, offset = chain
-    n = axis.shape[0]
-    ws = _workspace(n, seed.shape[0])
-    R_out, p_out, a_out, J, e = ws
+    """Fill q_out and the report's result fields (true errors, task error, reason code).
+
+    The errors are those evaluated by the search when q_out is exactly the
+    joints it evaluated last (work[W_EVAL]), else from a fresh forward kinematics pass.
+    """
     if report[RP_CHOSEN] > 0.0:
         q_out[:] = work[W_CHOSEN]
         reason = R_SUCCESS
@@ -539,14 +586,18 @@ def _conclude(seed, chain, lower, upper, Rt, pt, fp, ip, work, report, q_out):
         q_out[:] = work[W_BEST]
         _wrap_near(q_out, seed, lower)
         reason = _failure_reason(q_out, lower, upper, report)
+    same = report[RP_EVALUATED] > 0.0
     for i in range(q_out.shape[0]):
         q_out[i] = min(upper[i], max(lower[i], q_out[i]))
-    kin.frames(q_out, origin_R, origin_p, axis, kind, var, mult, offset, R_out, p_out, a_out)
-    _, _, report[RP_TASK] = _goal_error(Rt, pt, R_out[n], p_out[n], fp, ip, e)
-    d = pt - p_out[n]
-    report[RP_POS] = np.sqrt(d @ d)
-    w = rotation_error(Rt, R_out[n])
-    report[RP_ROT] = np.sqrt(w @ w)
+        same = same and q_out[i] == work[W_EVAL, i]
+    if same:
+        report[RP_POS], report[RP_ROT], report[RP_TASK] = report[RP_EVAL_POS], report[RP_EVAL_ROT], \
+            report[RP_EVAL_TASK]
+    else:
+        n = chain[2].shape[0]
+        R_out, p_out, a_out, _, e, _, _ = _workspace(n, q_out.shape[0])
+        kin.frames(q_out, *chain, R_out, p_out, a_out)
+        _, _, report[RP_TASK], report[RP_POS], report[RP_ROT] = _goal_error(Rt, pt, R_out[n], p_out[n], fp, ip, e)
     report[RP_REASON] = reason
 
 
@@ -597,11 +648,29 @@ def _start(seed, chain, lower, upper, Rt, pt, fp, ip, index, bounds, rng, work, 
     report[:] = 0.0
     report[RP_BEST_ERR] = np.inf
     report[RP_BEST_STATUS] = MAX_ITER
-    d = pt - fp[FP_CENTER:FP_CENTER + 3]
-    distance = np.sqrt(d @ d)
+    distance = 0.0
+    for r in range(3):
+        distance += (pt[r] - fp[FP_CENTER + r]) ** 2
+    distance = np.sqrt(distance)
     if distance > fp[FP_REACH]:
         report[RP_DISTANCE] = distance
     return SEED_OK
+
+
+@njit(cache=True)
+def _solve_arrays(T, n_var):
+    """One solve's target rotation and position (contiguous copies of T's), search bounds and clamped seed.
+
+    Carved from one allocation; the bounds and seed are left for ``_start`` to fill.
+    """
+    b = np.empty(12 + 3 * n_var)
+    Rt = b[:9].reshape((3, 3))
+    pt = b[9:12]
+    for r in range(3):
+        for c in range(3):
+            Rt[r, c] = T[r, c]
+        pt[r] = T[r, 3]
+    return Rt, pt, b[12:12 + 2 * n_var].reshape((2, n_var)), b[12 + 2 * n_var:]
 
 
 @njit(cache=True, nogil=True)
@@ -612,13 +681,11 @@ def _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, deadline, rng, work
     """
     if pose_defect(T) != 0:
         return POSE_INVALID
-    Rt = np.ascontiguousarray(T[:3, :3])
-    pt = np.ascontiguousarray(T[:3, 3])
-    bounds = np.empty((2, seed.shape[0]))
+    Rt, pt, bounds, clamped = _solve_arrays(T, seed.shape[0])
     code = _start(seed, chain, lower, upper, Rt, pt, fp, ip, 0, bounds, rng, work, report)
     if code != SEED_OK:
         return code
-    clamped = work[W_Q].copy()
+    clamped[:] = work[W_Q]
     if _search(clamped, chain, lower, upper, bounds[0], bounds[1], Rt, pt, fp, ip, q_pref, deadline, rng,
                work, report) == CANDIDATE:
         return -1
@@ -650,11 +717,18 @@ def _pack(chain, lower, upper, fp, ip, q_pref):
 def _unpack(floats, ints, n_var):
     """Return views of ``_pack``'s arrays: (chain, lower, upper, fp, ip, q_pref)."""
     n = (ints.shape[0] - IP_SIZE) // 2
-    e = np.cumsum(np.array(((n + 1) * 9, (n + 1) * 3, n * 3, n, n, n_var, n_var, FP_SIZE)))
+    e0 = (n + 1) * 9
+    e1 = e0 + (n + 1) * 3
+    e2 = e1 + n * 3
+    e3 = e2 + n
+    e4 = e3 + n
+    e5 = e4 + n_var
+    e6 = e5 + n_var
+    e7 = e6 + FP_SIZE
     f = floats
-    chain = (f[:e[0]].reshape((n + 1, 3, 3)), f[e[0]:e[1]].reshape((n + 1, 3)), f[e[1]:e[2]].reshape((n, 3)),
-             ints[:n], ints[n:2 * n], f[e[2]:e[3]], f[e[3]:e[4]])
-    return chain, f[e[4]:e[5]], f[e[5]:e[6]], f[e[6]:e[7]], ints[2 * n:], f[e[7]:]
+    chain = (f[:e0].reshape((n + 1, 3, 3)), f[e0:e1].reshape((n + 1, 3)), f[e1:e2].reshape((n, 3)),
+             ints[:n], ints[n:2 * n], f[e2:e3], f[e3:e4])
+    return chain, f[e4:e5], f[e5:e6], f[e6:e7], ints[2 * n:], f[e7:]
 
 
 @njit(cache=True, nogil=True)
@@ -668,8 +742,10 @@ def _solve_fast(T, seed, floats, ints, start, q_out):
     """
     n_var = q_out.shape[0]
     chain, lower, upper, fp, ip, q_pref = _unpack(floats, ints, n_var)
-    work = np.empty((4, n_var))
-    report = np.zeros(RP_SIZE)
+    b = np.empty(W_SIZE * n_var + RP_SIZE)   # work rows and report in one allocation
+    work = b[:W_SIZE * n_var].reshape((W_SIZE, n_var))
+    report = b[W_SIZE * n_var:]
+    report[:] = 0.0
     if T.shape[0] != 4 or T.shape[1] != 4 or seed.shape[0] != n_var:
         return SHAPE_MISMATCH, _summary(ip, report)
     code = _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, start + fp[FP_TIMEOUT],
@@ -689,18 +765,16 @@ def _solve_batch(targets, seeds, chain, lower, upper, fp, ip, q_pref, Q_out, rep
             Q_out[b] = seeds[b]
             report[RP_REASON] = R_INVALID
             continue
-        work = np.empty((4, n_var))
+        work = np.empty((W_SIZE, n_var))
         rng = np.zeros(1, dtype=np.uint64)
-        Rt = np.ascontiguousarray(T[:3, :3])
-        pt = np.ascontiguousarray(T[:3, 3])
-        bounds = np.empty((2, n_var))
+        Rt, pt, bounds, clamped = _solve_arrays(T, n_var)
         deadline = monotonic() + fp[FP_TIMEOUT]
         if _start(seeds[b], chain, lower, upper, Rt, pt, fp, ip, b, bounds, rng, work, report) != SEED_OK:
             for i in range(n_var):
                 Q_out[b, i] = seeds[b, i] if np.isfinite(seeds[b, i]) else 0.0
             report[RP_REASON] = R_INVALID
             continue
-        clamped = work[W_Q].copy()
+        clamped[:] = work[W_Q]
         _search(clamped, chain, lower, upper, bounds[0], bounds[1], Rt, pt, fp, ip, q_pref, deadline, rng,
                 work, report)
         _conclude(clamped, chain, lower, upper, Rt, pt, fp, ip, work, report, Q_out[b])
@@ -709,12 +783,13 @@ def _solve_batch(targets, seeds, chain, lower, upper, fp, ip, q_pref, Q_out, rep
 _FLOAT64 = np.dtype(np.float64)
 
 
-def _served(array, ndim):
-    """Whether ``_solve_fast`` takes this argument as it is: a writeable C-contiguous float64 array of ndim."""
-    if type(array) is not np.ndarray or array.dtype is not _FLOAT64 or array.ndim != ndim:
+def _served(target, seed):
+    """Whether ``_solve_fast`` takes target and seed as they are: writeable C-contiguous float64 arrays, 2-D and 1-D."""
+    if type(target) is not np.ndarray or type(seed) is not np.ndarray or target.dtype is not _FLOAT64 \
+            or seed.dtype is not _FLOAT64 or target.ndim != 2 or seed.ndim != 1:
         return False
-    flags = array.flags
-    return flags.c_contiguous and flags.writeable
+    f, g = target.flags, seed.flags
+    return f.c_contiguous and g.c_contiguous and f.writeable and g.writeable
 
 
 @dataclass(frozen=True)
@@ -772,13 +847,17 @@ class IKSolver:
         plan = self._plan_for(overrides) if overrides else self._plan
         if seed is None:
             seed = self._mid
-        if self.collision is None and _served(target, 2) and _served(seed, 1):
+        if self.collision is None and _served(target, seed):
             q = np.empty(self._n_var)
             try:
                 code, summary = _solve_fast(target, seed, *plan.packed, start, q)
             except TypeError:   # a type _served let through (dispatch costs ~100 us then): the checking path
                 code = None
             if code == SEED_OK:
+                reason, position, rotation, task, iterations, restarts, pole_missed, _, _ = summary
+                if reason == R_SUCCESS and not pole_missed:   # the common case, without _result's call
+                    return IKResult(True, q, position, rotation, iterations, restarts, time.perf_counter() - start,
+                                    REASON_OK, '', task, (target, plan.args))
                 return self._result(summary, q, target, plan, start)
         return self._solve_checked(target, seed, overrides, start)
 
@@ -820,7 +899,7 @@ class IKSolver:
             overrides['_yield'] = True
         plan = self._plan_for(overrides) if overrides else self._plan
         seed = self._seed_array(seed)
-        work = np.empty((4, self._n_var))
+        work = np.empty((W_SIZE, self._n_var))
         report = np.empty(RP_SIZE)
         q_out = np.empty(self._n_var)
         rng = np.zeros(1, dtype=np.uint64)
