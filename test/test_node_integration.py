@@ -13,6 +13,7 @@ from geometry_msgs.msg import PoseStamped
 from ik_solver.core.transforms import make_pose
 from ik_solver.motion import jtc
 from ik_solver.ros.messages import final_joint_positions, joint_state, matrix_to_pose
+from ik_solver.ros.parameters import COMMAND_LEAD_TIME
 from ik_solver.tools.launcher import NodeProcess
 from ik_solver_interfaces.srv import ComputeFK, PlanPath, SolveIK
 import numpy as np
@@ -256,6 +257,30 @@ def test_service_execute_moves_through_the_same_guard(session, ik7):
     msgs = poll(lambda: session.trajectories_since(t0))
     assert msgs
     np.testing.assert_allclose(final_joint_positions(msgs[-1], ik7.joint_names), response.solution.position)
+
+
+def test_a_move_is_planned_from_the_state_after_the_solve_and_holds_at_rest_first(session, ik7):
+    """A trajectory is stamped with the instant of its start state, read after the solve, not before it.
+
+    A controller joins a trajectory on arrival and skips what lies before (with a step): a start read before a
+    1 s solve would be stamped 1 s in the past.  From rest the move first holds still for command_lead_time.
+    """
+    session.hold_joints(ik7.joint_names, HOME)
+    lead = COMMAND_LEAD_TIME  # the session leaves it at its default
+    assert lead > 0.0
+    request = solve_request(ik7.fk(HOME + 0.1), execute=True, timeout=1.0, mode='manipulability')
+    asked = session.observer.get_clock().now().nanoseconds * 1e-9
+    t0 = time.monotonic()
+    response = session.observer.call(session.observer.solve_client, request, timeout=10.0)
+    assert response is not None and response.executed, response
+    msg = poll(lambda: session.trajectories_since(t0), 3.0)[-1]
+    stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+    assert stamp - asked > 0.9, f'stamped {stamp - asked:.3f} s after the request: before the 1 s solve ended'
+    first = trajectory_points(msg)[0]
+    assert first[0] == pytest.approx(lead, abs=1e-6)
+    np.testing.assert_allclose(first[2], 0.0, atol=1e-12)  # held at rest until the lead time
+    np.testing.assert_allclose(first[3], 0.0, atol=1e-12)
+    np.testing.assert_allclose(first[1], HOME, atol=0.1)  # where the (held) arm is
 
 
 def test_old_targets_expire(session, ik7):

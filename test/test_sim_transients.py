@@ -23,7 +23,7 @@ HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 LIMITS_FILE = str(URDF_DIR.parent / 'config' / 'ik7_joint_limits.yaml')
 #: The end-to-end tests' bound on measured peaks: limit x FACTOR + MARGIN (servo tracking).
 FACTOR, MARGIN = 1.5, 2.0
-#: Re-targeting stream: period [s], targets, command_lead_time [s] of the node.
+#: Re-targeting stream: period [s], targets, lead-in [s] (the node holds moves from rest this way; see ik_node).
 PERIOD, TARGETS, LEAD = 0.01, 100, 0.02
 
 
@@ -108,7 +108,7 @@ def _stream(limits, delays, lead):
     """Run a 100 Hz re-targeting stream along a joint-space circle, each command planned from the last one.
 
     Each is stamped with its start instant and taken over ``delays[k]`` s later; with ``lead`` > 0 it keeps
-    to the last command for ``lead`` s first (the node's command_lead_time) and departs from there.
+    to the last command for ``lead`` s first (exactly, on its own points) and departs from there.
     """
     arm = Arm(limits)
     arm.run_until(0.2)

@@ -45,6 +45,7 @@ from ..core.methods import METHOD_NAMES
 from ..core.nullspace import manipulability
 from ..core.solver import IKSolver
 from ..core.warmup import warm_up
+from ..motion import guard as motion_guard
 from ..motion.cartesian import cartesian_path
 from ..motion.limits import MotionState
 from ..motion.timing import plan_joint_path, plan_move, TimedPath
@@ -57,9 +58,8 @@ TARGET_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=Re
 WAIT_PERIOD = 0.02
 #: Cartesian step of a path when the request leaves max_step at 0 [m] (MoveIt's usual 1 cm).
 PATH_STEP = 0.01
-#: A replay of our last command is the motion the arm follows when it agrees with the start state this well
-#: (position [rad or m]; velocity: this over command_lead_time).
-REPLAY_MATCH = 1e-3
+#: A start whose joints all move slower than this (rad/s or m/s; accelerations: per s) is at rest.
+REST_SPEED = 1e-3
 #: After start, how long discovery gets before the graph is searched for a node with our name [s].
 NAME_CHECK_DELAY = 3.0
 
@@ -104,6 +104,7 @@ class IKSolverNode(Node):
     def __init__(self, **kwargs):
         super().__init__('ik_solver', **kwargs)
         warm_up()  # compiled kernels before any service is offered: available means ready
+        motion_guard.warm_up()  # and the motion kernels: the first move is sent as fast as the next
         self.collision = None      # the model's CollisionModel (check(q), check_path(Q)), or None
         self._robot = None
         self._solve_lock = threading.Lock()
@@ -357,8 +358,7 @@ class IKSolverNode(Node):
         """Solve ``target_msg`` from the current state and send the move; the Outcome says what happened."""
         method = overrides.get('method', context.solver.options.method)
         try:
-            now = time.monotonic()
-            start = self._start_state(context, now)
+            start = self._start_state(context)
             T = self._resolve(context, target_msg)
             self._check_target(context, T)
         except (StateError, FrameError, SolveError) as exc:
@@ -369,7 +369,11 @@ class IKSolverNode(Node):
         outcome = Outcome(source, result.reason, result.message, target=T, result=result, method=method)
         if not result.success and not self._approximation_allowed(result):
             return outcome
-        return _mark_sent(outcome, self._move(context, start, now, result.joints))
+        try:  # the move starts from the state at sending, not at the solve's start (see _start_state)
+            start = self._start_state(context)
+        except StateError as exc:
+            return _mark_sent(outcome, (exc.reason, str(exc)))
+        return _mark_sent(outcome, self._move(context, start, result.joints))
 
     def _start_state(self, context, now=None):
         """Return the state a move starts from (MotionState), or raise StateError.
@@ -377,7 +381,9 @@ class IKSolverNode(Node):
         The controller's reference, else a replay of our last command, else the
         measured state; when the reference and the measurement disagree, the measurement wins.
         ``now``: monotonic time of the replay (default: now); the state is stamped with it, and so is the
-        trajectory planned from it.
+        trajectory planned from it.  A move is planned from a state read just before it is sent: the controller
+        joins a trajectory at its arrival, and the part before that (a solve's duration, if the state were read
+        before solving) is skipped with a step in position, velocity and acceleration.
         """
         now = time.monotonic() if now is None else now
         limits = context.limits.limits
@@ -389,50 +395,25 @@ class IKSolverNode(Node):
         return MotionState(np.clip(reference.position, limits.lower, limits.upper), reference.velocity,
                            reference.acceleration, now)
 
-    def _lead_ins(self, context, start, now, lead):
-        """Return the ways to continue the current motion from ``start`` for ``lead`` s, the preferred first.
+    def _plan_with_lead(self, start, plan):
+        """Return (start, path): ``plan(state)`` (a TimedPath), held at rest for ``command_lead_time`` first.
 
-        Each is (start, times, positions, velocities, accelerations).  Where our last command replayed is
-        what the arm follows (``start`` agrees with its replay now; the replay then is the start too): one
-        point at ``lead`` (a first segment of ``lead`` s), then the replay at every point of the last command
-        on the way (exact, as the controller interpolates it, but its first segment may be short).  Else
-        ``start`` extrapolated at constant acceleration (within the limits) to one point at ``lead``.
-        """
-        replay = context.history.reference(now)
-        if replay is not None:
-            replay.time = now
-        if replay is not None and np.abs(replay.position - start.position).max() <= REPLAY_MATCH \
-                and np.abs(replay.velocity - start.velocity).max() <= REPLAY_MATCH / lead:
-            history = context.history
-            return [(replay,) + history.ahead(now, lead, lead), (replay,) + history.ahead(now, lead)]
-        limits = context.guard.limits
-        position = start.position + start.velocity * lead + 0.5 * start.acceleration * lead ** 2
-        velocity = np.clip(start.velocity + start.acceleration * lead, -limits.velocity, limits.velocity)
-        return [(start, np.array([lead]), np.clip(position, limits.lower, limits.upper)[None], velocity[None],
-                 start.acceleration[None])]
-
-    def _plan_with_lead(self, context, start, now, plan):
-        """Return (start, path): ``plan(state)`` (a TimedPath) planned from ``command_lead_time`` ahead.
-
-        The controller starts a trajectory from its own state, received a few ms after ``start`` was read:
-        a first point a fraction of a millisecond away turns that small mismatch into an acceleration
-        spike.  So the move keeps to the current motion for ``command_lead_time`` and departs from there.
-        A single lead-in segment across a point of the last command is one quintic where the controller
-        had several: it may overshoot the limits, so the first lead-in the guard accepts is used (the
-        exact one last); the guard checks the whole from the returned start.
+        The trajectory is stamped with ``start``'s instant and the controller joins it on arrival: what lies
+        before that is skipped, with a step.  A move from rest therefore holds still for the lead time and
+        departs from there, so an arrival within it is seamless.  A move from a moving state departs at
+        once (a lead-in that continues the current motion exactly is seamless for the physics alone, but
+        measured worse through the node, so it is not offered); its state is read just before sending, so
+        only the delivery delay is skipped.
         """
         lead = self.params['command_lead_time']
-        if lead <= 0.0:
+        moving = max(np.abs(start.velocity).max(), np.abs(start.acceleration).max()) > REST_SPEED
+        if lead <= 0.0 or moving:
             return start, plan(start)
-        candidates = self._lead_ins(context, start, now, lead)
-        _, times, q, v, a = candidates[0]
-        path = plan(MotionState(q[-1], v[-1], a[-1]))
-        for start, times, q, v, a in candidates:
-            joined = TimedPath(np.concatenate([times, path.times + lead]), np.vstack([q, path.positions]),
-                               np.vstack([v, path.velocities]), np.vstack([a, path.accelerations]))
-            if not context.guard.check_trajectory(start, joined):
-                break
-        return start, joined
+        path = plan(MotionState.at_rest(start.position))
+        zero = np.zeros((1, len(start.position)))
+        return start, TimedPath(np.concatenate([[lead], path.times + lead]),
+                                np.vstack([start.position[None], path.positions]), np.vstack([zero, path.velocities]),
+                                np.vstack([zero, path.accelerations]))
 
     def _resolve(self, context, msg):
         return self.frames.resolve(msg, context.model, self.joint_states.positions_at,
@@ -453,12 +434,11 @@ class IKSolverNode(Node):
                 and result.position_error <= p['approximation.max_position_error']
                 and result.orientation_error <= p['approximation.max_orientation_error'])
 
-    def _move(self, context, start, now, goal):
+    def _move(self, context, start, goal):
         """Time the move to ``goal`` and send it through the guard; None once sent, else (reason, message)."""
         limits, period = context.guard.limits, self.params['sample_period']
         try:
-            start, path = self._plan_with_lead(context, start, now,
-                                               lambda state: plan_move(state, goal, limits, period))
+            start, path = self._plan_with_lead(start, lambda state: plan_move(state, goal, limits, period))
         except ValueError as exc:
             return 'limit_violation', f'no move within the limits: {exc}'
         return self._execute_path(context, start, path)
@@ -605,13 +585,11 @@ class IKSolverNode(Node):
     def _plan_path(self, context, request, response):
         """Solve, time and (with execute) send a Cartesian path; fill ``response``; return the Outcome."""
         chain = context.model.chain
-        if request.start_state.name:
-            if request.execute:
-                raise ValueError('start_state cannot be combined with execute: a path starts from the current state')
-            start, now = MotionState.at_rest(self._request_seed(context, request.start_state)), None
-        else:
-            now = time.monotonic()
-            start = self._start_state(context, now)
+        current = not request.start_state.name
+        if not current and request.execute:
+            raise ValueError('start_state cannot be combined with execute: a path starts from the current state')
+        start = self._start_state(context) if current else MotionState.at_rest(
+            self._request_seed(context, request.start_state))
         if not request.waypoints:
             raise ValueError('a path needs at least one waypoint')
         context = self._variant(context, self._collision_choice(context, request))
@@ -630,7 +608,10 @@ class IKSolverNode(Node):
             return outcome
         limits, period = context.guard.limits, self.params['sample_period']
         plan = partial(plan_joint_path, waypoints=path.joints[1:], limits=limits, sample_period=period)
-        start, timed = (start, plan(start)) if now is None else self._plan_with_lead(context, start, now, plan)
+        if current:  # the move starts from the state at sending (see _start_state)
+            start, timed = self._plan_with_lead(self._start_state(context), plan)
+        else:
+            timed = plan(start)
         response.trajectory = trajectory_message(chain.joint_names, timed)
         if outcome.success and request.execute:
             _mark_sent(outcome, self._execute_path(context, start, timed, path.joints))

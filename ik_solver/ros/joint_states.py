@@ -76,20 +76,6 @@ class CommandHistory:
         q, v, a, _ = sampler.evaluate(np.array([(time.monotonic() if now is None else now) - t0]))
         return MotionState(q[0], v[0], a[0])
 
-    def ahead(self, now, lead, nearest=0.0):
-        """Return the replay from ``now`` to ``now + lead`` (monotonic s).
-
-        (times after ``now``, positions, velocities, accelerations) at the last command's own points in
-        [now + nearest, now + lead) and at ``now + lead``.  Between its points the controller interpolates each segment
-        by one quintic, so points on the command's own points continue the current motion exactly; one
-        quintic across a point would not (its acceleration and jerk overshoot the time-optimal motion's).
-        """
-        t0, _, path, sampler = self._sent
-        knots = path.times + t0 - now
-        times = np.append(knots[(knots > 0.0) & (knots >= nearest) & (knots < lead)], lead)
-        q, v, a, _ = sampler.evaluate(times + now - t0)
-        return times, q, v, a
-
     def envelope(self, at, velocity_limits, tolerance):
         """(lower, upper) bounds on where the arm can be at monotonic time ``at`` under the last command."""
         if self._sent is None:

@@ -24,10 +24,12 @@ from ..motion.timing import SAMPLE_PERIOD
 
 #: Value of a list parameter that means "not set" (ROS parameters cannot be empty lists of a known type).
 UNSET = [0.0]
-#: Default command_lead_time [s]: none.  Every trajectory is stamped with the instant its start state
-#: describes, so a controller that honours header.stamp (joint_trajectory_controller does) joins it in
-#: step with the motion it continues, whatever the transport delay.  A lead-in is for controllers that do not.
-COMMAND_LEAD_TIME = 0.0
+#: Default command_lead_time [s].  Every trajectory is stamped with the instant its start state describes and a
+#: controller that honours header.stamp (joint_trajectory_controller does) joins it at its arrival: the part
+#: before that is skipped with a step.  A move from rest holds still this long first, so any arrival within it
+#: is seamless; on this 2-core machine trajectories reached a simulated controller 4-23 ms after
+#: their stamp at load 3.5, and 50 ms more than covers a controller on the same host.
+COMMAND_LEAD_TIME = 0.05
 
 
 @dataclass(frozen=True)
@@ -258,11 +260,10 @@ PARAMETERS = (
     Param('acceleration_scaling', 0.5, 'Fraction of each joint acceleration (and jerk) limit a move may use; 0: '
           "the joint_limits file's default_acceleration_scaling_factor", 0.0, 1.0),
     Param('sample_period', SAMPLE_PERIOD, 'Time between trajectory points of a Ruckig-timed move [s]', 0.001, 0.1),
-    Param('command_lead_time', COMMAND_LEAD_TIME, 'A new move keeps to the current motion for this long before '
-          'it departs: the controller starts it from its own state after a transport delay, and a first point '
-          'this far ahead turns that mismatch into a small acceleration instead of a spike; only for controllers '
-          "that ignore header.stamp (every trajectory is stamped with its start state's instant); 0: none [s]",
-          0.0, 0.2),
+    Param('command_lead_time', COMMAND_LEAD_TIME, 'A move from rest holds still this long before it departs; a '
+          'controller that receives the trajectory within this time after its stamp starts it without a step '
+          '(later: it skips what it missed, with a step); size it above the delivery delay to the controller; '
+          '0: none [s]', 0.0, 1.0),
     # Failures.
     Param('publish_approximation', False, 'On a failed solve, publish the best approximation if within the '
           'limits below; otherwise publish nothing'),

@@ -8,12 +8,17 @@ interpolates it), and the planning time (p50/p99 over random re-targets of a
 moving arm, and with the guard's check added).  Two limit sets: MoveIt's
 ``panda_moveit_config/config/joint_limits.yaml`` (moveit_resources; jerk 300)
 and Franka's hardware limits (frankaemika.github.io control parameters).
+The planner it replaced (velocity-limited quintics, read from this checkout's
+git history) is timed on the same moves, for the latency comparison.
 
     python -m ik_solver.tools.bench_motion            # -n 2000 timed plans per limit set
 """
 import argparse
+from pathlib import Path
+import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 
@@ -32,6 +37,8 @@ LIMIT_SETS = {
                         [7500.0, 3750.0, 5000.0, 6250.0, 7500.0, 10000.0, 10000.0]),
 }
 MOVES = (0.05, 1.5)
+#: The last commit before Ruckig: its velocity-limited quintic planner is the latency baseline.
+BASELINE_COMMIT = '7960de4'
 
 
 def panda_limits(chain, acceleration, jerk):
@@ -65,34 +72,68 @@ def report_moves(limits):
               f'{jerk.max():10.1f} {np.max(jerk / limits.jerk):10.4f}  guard: {"ok" if not reasons else reasons[0]}')
 
 
-def report_planning_time(limits, count, rng):
-    """Time plan_move (and plan + guard) over re-targets of a moving arm."""
-    plan_times, guarded_times = [], []
-    state = MotionState.at_rest(READY)
-    for _ in range(count):
-        goal = np.clip(state.position + rng.normal(0.0, 0.3, 7), limits.lower + 0.1, limits.upper - 0.1)
-        t0 = time.perf_counter()
-        path = plan_move(state, goal, limits)
-        t1 = time.perf_counter()
-        check_trajectory(state, path, limits)
-        t2 = time.perf_counter()
-        plan_times.append(t1 - t0)
-        guarded_times.append(t2 - t0)
-        sampler = SplineSampler(state.position, state.velocity,
-                                Trajectory(path.times, path.positions, path.velocities, path.accelerations),
-                                state.acceleration)
-        pos, vel, acc, _ = sampler.evaluate(np.array([min(0.05, path.duration)]))
-        state = MotionState(pos[0], vel[0], acc[0])
-    for name, times in (('plan_move', plan_times), ('plan_move + guard', guarded_times)):
-        ms = 1e3 * np.array(times)
-        print(f'{name:<18} p50 {np.percentile(ms, 50):7.3f} ms   p99 {np.percentile(ms, 99):7.3f} ms   '
-              f'(n = {count}, re-targets every 50 ms)')
+def report_planning_time(limits, count, rng, baseline=None):
+    """Time plan_move (and plan + guard) over re-targets of a moving arm and of an arm at rest.
+
+    With ``baseline`` (the pre-Ruckig timing module) its ``plan_move`` is timed on the same start
+    states and goals, so the change in target -> trajectory latency is measured in one run.
+    """
+    for moving in (True, False):
+        times = {'plan_move': [], 'plan_move + guard': [], 'baseline plan_move': []}
+        state = MotionState.at_rest(READY)
+        for _ in range(count):
+            goal = np.clip(state.position + rng.normal(0.0, 0.3, 7), limits.lower + 0.1, limits.upper - 0.1)
+            t0 = time.perf_counter()
+            path = plan_move(state, goal, limits)
+            t1 = time.perf_counter()
+            check_trajectory(state, path, limits)
+            t2 = time.perf_counter()
+            times['plan_move'].append(t1 - t0)
+            times['plan_move + guard'].append(t2 - t0)
+            if baseline is not None:
+                times['baseline plan_move'].append(_time_baseline(baseline, state, goal, limits))
+            state = _state_after(state, path, 0.05) if moving else MotionState.at_rest(goal)
+        print(f"re-targets every 50 ms of {'a moving arm' if moving else 'an arm at rest'} (n = {count}):")
+        for name, values in times.items():
+            if values:
+                ms = 1e3 * np.array(values)
+                print(f'  {name:<20} p50 {np.percentile(ms, 50):7.3f} ms   p99 {np.percentile(ms, 99):7.3f} ms')
+
+
+def _state_after(state, path, elapsed):
+    """Return the controller's reference ``elapsed`` into ``path`` started from ``state``."""
+    sampler = SplineSampler(state.position, state.velocity,
+                            Trajectory(path.times, path.positions, path.velocities, path.accelerations),
+                            state.acceleration)
+    pos, vel, acc, _ = sampler.evaluate(np.array([min(elapsed, path.duration)]))
+    return MotionState(pos[0], vel[0], acc[0])
+
+
+def _time_baseline(baseline, state, goal, limits):
+    """Seconds the pre-Ruckig planner (velocity limits only) takes for the same move."""
+    t0 = time.perf_counter()
+    baseline.plan_move(state.position, goal, limits.velocity, v_start=state.velocity, lower=limits.lower,
+                       upper=limits.upper)
+    return time.perf_counter() - t0
+
+
+def load_baseline(commit):
+    """Import ``ik_solver/motion/timing.py`` as it was at ``commit`` (git history of this checkout)."""
+    root = Path(__file__).resolve().parents[2]
+    source = subprocess.run(['git', '-C', str(root), 'show', f'{commit}:ik_solver/motion/timing.py'],
+                            check=True, capture_output=True, text=True).stdout
+    module = types.ModuleType(f'timing_at_{commit}')
+    exec(compile(source, f'{commit}:ik_solver/motion/timing.py', 'exec'), module.__dict__)
+    return module
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('-n', type=int, default=2000, help='timed plans per limit set')
+    parser.add_argument('--baseline', default=BASELINE_COMMIT, metavar='COMMIT',
+                        help='also time the planner of this commit (default: the last before Ruckig); "" for none')
     args = parser.parse_args(argv)
+    baseline = load_baseline(args.baseline) if args.baseline else None
     urdf, base, tip = robot_sources()['panda']
     if urdf is None:
         sys.exit('bench_motion: example-robot-data (PyPI) is not installed')
@@ -103,7 +144,7 @@ def main(argv=None):
         print(f'\nPanda, {name}: acceleration {acceleration} rad/s^2, jerk {jerk} rad/s^3, '
               'URDF velocity; every joint moves from the ready pose')
         report_moves(limits)
-        report_planning_time(limits, args.n, rng)
+        report_planning_time(limits, args.n, rng, baseline)
 
 
 if __name__ == '__main__':
