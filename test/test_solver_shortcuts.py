@@ -153,3 +153,47 @@ def test_task_rows_in_place_equal_goal_rows(target_frame, rng):
     # Independent: rows rotated into the target frame (R^T per 3-block) if asked, then weighted.
     R = Rt if target_frame else np.eye(3)
     np.testing.assert_allclose(expected, sw[:, None] * np.vstack([R.T @ J[:3], R.T @ J[3:]]), atol=1e-14)
+
+
+def _kernel_solve(solver, T, seed, plain, deadline=1.0):
+    """(q_out, report) of the single-solve kernel with the plan's plain-plan shortcut on or off."""
+    chain, lower, upper, fp, ip, q_pref = solver._plan.args
+    ip = ip.copy()
+    assert ip[solver_module.IP_PLAIN] == 1   # the default options make a plain plan
+    ip[solver_module.IP_PLAIN] = int(plain)
+    work = np.empty((solver_module.W_SIZE, solver.chain.n))
+    report = np.empty(solver_module.RP_SIZE)
+    q_out = np.empty(solver.chain.n)
+    code = solver_module._solve_one(np.ascontiguousarray(T), np.ascontiguousarray(seed), chain, lower, upper, fp, ip,
+                                    q_pref, solver_module.monotonic() + deadline, np.zeros(1, dtype=np.uint64),
+                                    work, report, q_out)
+    assert code == solver_module.SEED_OK
+    return q_out, report
+
+
+@pytest.mark.parametrize('robot', ['ik7', 'ik6'])
+def test_plain_plan_shortcut_gives_the_general_searchs_result(robot, request, rng):
+    """Mode 'first' without extras: attempt 0 concluded in place equals search + conclude, restarts included."""
+    chain = request.getfixturevalue(robot)
+    solver = IKSolver(chain, max_attempts=6, patience=2)   # impatient: far seeds restart
+    cases = []
+    q, targets = tracking_targets(chain, rng, 10)
+    cases += [(T, q) for T in targets]                                               # warm seeds
+    far = chain.random_configuration(rng, 40)
+    cases += [(chain.fk(p), s) for p, s in zip(far[:20], far[20:])]                 # restarts
+    cases.append((make_pose(chain.fk(q)[:3, 3] * 10.0), q))                          # unreachable: fails
+    seed = chain.mid_configuration()
+    seed[-1] += 4 * np.pi if not np.isfinite(chain.lower[-1]) else 0.0             # ik6: a continuous joint wraps
+    cases.append((chain.fk(q), seed))
+    outcomes = set()
+    for T, seed in cases:
+        q_plain, plain = _kernel_solve(solver, T, seed, True)
+        q_general, general = _kernel_solve(solver, T, seed, False)
+        np.testing.assert_array_equal(q_plain, q_general)
+        for field in ('RP_POS', 'RP_ROT', 'RP_TASK', 'RP_ITERS', 'RP_ATTEMPTS', 'RP_REASON', 'RP_CHOSEN',
+                      'RP_POLE_SIDE', 'RP_JUMP', 'RP_DISTANCE'):
+            index = getattr(solver_module, field)
+            assert plain[index] == general[index], field
+        outcomes.add((int(plain[solver_module.RP_REASON]), plain[solver_module.RP_ATTEMPTS] > 1))
+    assert (solver_module.R_SUCCESS, False) in outcomes and (solver_module.R_SUCCESS, True) in outcomes
+    assert any(reason != solver_module.R_SUCCESS for reason, _ in outcomes)

@@ -72,8 +72,8 @@ FP_SW, FP_BOUNDS, FP_NS_W, FP_POLE, FP_ELBOW_OFFSET, FP_CENTER = 13, 19, 25, 29,
 FP_SIZE = 38
 # Layout of the int parameter vector.
 IP_MAX_ITER, IP_PATIENCE, IP_NS_ITERS, IP_ELBOW, IP_MAX_ATTEMPTS, IP_MODE, IP_TARGET_FRAME, IP_BOUNDS, \
-    IP_YIELD, IP_SEED, IP_METHOD = range(11)
-IP_SIZE = 11
+    IP_YIELD, IP_SEED, IP_METHOD, IP_ROWS, IP_PLAIN = range(13)
+IP_SIZE = 13
 # Layout of the search report.
 (RP_ATTEMPTS, RP_ITERS, RP_BEST_ERR, RP_BEST_SIGMA, RP_BEST_STATUS, RP_CHOSEN, RP_SCORE, RP_POS, RP_ROT,
  RP_TASK, RP_REASON, RP_DISTANCE, RP_POLE_SIDE, RP_JUMP, RP_EVALUATED, RP_EVAL_POS, RP_EVAL_ROT,
@@ -333,7 +333,8 @@ def _goal_error(Rt, pt, R, p, fp, ip, e):
 def _workspace(n, n_var):
     """Work arrays of the iteration, carved from one allocation.
 
-    (R_out, p_out, a_out: ``frames`` output; J: 6 x n_var; e: 6; A: n_var x n_var and dq: n_var for the step).
+    (R_out, p_out, a_out: ``frames`` output; J: 6 x n_var; e: 6; A: n_var x n_var and dq: n_var for the step;
+    out: an attempt's OUT_* fields, zeroed).
     """
     e0 = (n + 1) * 9
     e1 = e0 + (n + 1) * 3
@@ -341,9 +342,12 @@ def _workspace(n, n_var):
     e3 = e2 + 6 * n_var
     e4 = e3 + 6
     e5 = e4 + n_var * n_var
-    b = np.empty(e5 + n_var)
+    e6 = e5 + n_var
+    b = np.empty(e6 + OUT_SIZE)
+    out = b[e6:]
+    out[:] = 0.0
     return (b[:e0].reshape((n + 1, 3, 3)), b[e0:e1].reshape((n + 1, 3)), b[e1:e2].reshape((n, 3)),
-            b[e2:e3].reshape((6, n_var)), b[e3:e4], b[e4:e5].reshape((n_var, n_var)), b[e5:])
+            b[e2:e3].reshape((6, n_var)), b[e3:e4], b[e4:e5].reshape((n_var, n_var)), b[e5:e6], out)
 
 
 @njit(cache=True)
@@ -352,7 +356,8 @@ def _task_jacobian(chain, Rt, fp, ip, ws):
     p_out, a_out, J = ws[1], ws[2], ws[3]
     n = a_out.shape[0]
     kin.point_jacobian(p_out, a_out, chain[3], chain[4], chain[5], p_out[n], n - 1, J)
-    kin.goal_rows_into(J, Rt, fp[FP_SW:FP_SW + 6], ip[IP_TARGET_FRAME], J)
+    if ip[IP_ROWS]:   # (unit weights in the base frame leave J as it is)
+        kin.goal_rows_into(J, Rt, fp[FP_SW:FP_SW + 6], ip[IP_TARGET_FRAME], J)
     return J
 
 
@@ -407,7 +412,7 @@ def _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out):
     the last pose that met the tolerance is returned.
     """
     origin_R, origin_p, axis, kind, var, mult, offset = chain
-    R_out, p_out, a_out, _, e, A, dq = ws
+    R_out, p_out, a_out, _, e, A, dq, _ = ws
     n = axis.shape[0]
     n_var = q.shape[0]
     ns_w = fp[FP_NS_W:FP_NS_W + 4]
@@ -478,9 +483,9 @@ def _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out):
 
 @njit(cache=True)
 def _wrap_near(q, seed, lower):
-    """Continuous joints (infinite limits) moved by whole turns to lie within pi of the seed."""
+    """Continuous joints (infinite limits) moved by whole turns to lie within pi of the seed (others untouched)."""
     for i in range(q.shape[0]):
-        if not np.isfinite(lower[i]):
+        if not np.isfinite(lower[i]) and abs(q[i] - seed[i]) > np.pi:
             q[i] = seed[i] + (np.remainder(q[i] - seed[i] + np.pi, 2 * np.pi) - np.pi)
 
 
@@ -538,7 +543,7 @@ def _search(seed, chain, lower, upper, slo, sup, Rt, pt, fp, ip, q_pref, deadlin
     """
     n_var = seed.shape[0]
     ws = _workspace(chain[2].shape[0], n_var)
-    out = np.zeros(OUT_SIZE)
+    out = ws[7]
     max_attempts = ip[IP_MAX_ATTEMPTS]
     if report[RP_DISTANCE] > fp[FP_REACH] and (max_attempts == 0 or max_attempts > UNREACHABLE_ATTEMPTS):
         max_attempts = UNREACHABLE_ATTEMPTS
@@ -550,13 +555,7 @@ def _search(seed, chain, lower, upper, slo, sup, Rt, pt, fp, ip, q_pref, deadlin
             for i in range(n_var):
                 q[i] = slo[i] + (sup[i] - slo[i]) * _next_uniform(rng)
         status = _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out)
-        report[RP_ATTEMPTS] += 1
-        report[RP_ITERS] += out[OUT_ITERS]
-        if out[OUT_EVALUATED]:
-            work[W_EVAL] = q
-            report[RP_EVALUATED] = 1.0
-            report[RP_EVAL_POS], report[RP_EVAL_ROT] = out[OUT_TRUE_POS], out[OUT_TRUE_ROT]
-            report[RP_EVAL_TASK] = out[OUT_TASK]
+        _record(status, q, out, work, report)
         if status == CONVERGED:
             _wrap_near(q, seed, lower)
             if ip[IP_YIELD]:
@@ -564,12 +563,57 @@ def _search(seed, chain, lower, upper, slo, sup, Rt, pt, fp, ip, q_pref, deadlin
                 return CANDIDATE
             if _offer(q, seed, chain, lower, upper, Rt, fp, ip, ws, work, report):
                 return FINISHED
-        elif status != NOT_FINITE and out[OUT_TASK] < report[RP_BEST_ERR]:
-            work[W_BEST] = q
-            report[RP_BEST_ERR], report[RP_BEST_SIGMA], report[RP_BEST_STATUS] = out[OUT_TASK], out[OUT_SIGMA], status
         if monotonic() >= deadline:
             break
     return FINISHED
+
+
+@njit(cache=True)
+def _record(status, q, out, work, report):
+    """Book an attempt: its iterations, the errors of the joints it evaluated last, and the best failed one."""
+    report[RP_ATTEMPTS] += 1
+    report[RP_ITERS] += out[OUT_ITERS]
+    if out[OUT_EVALUATED]:
+        work[W_EVAL] = q
+        report[RP_EVALUATED] = 1.0
+        report[RP_EVAL_POS], report[RP_EVAL_ROT] = out[OUT_TRUE_POS], out[OUT_TRUE_ROT]
+        report[RP_EVAL_TASK] = out[OUT_TASK]
+    if status != CONVERGED and status != NOT_FINITE and out[OUT_TASK] < report[RP_BEST_ERR]:
+        work[W_BEST] = q
+        report[RP_BEST_ERR], report[RP_BEST_SIGMA], report[RP_BEST_STATUS] = out[OUT_TASK], out[OUT_SIGMA], status
+
+
+@njit(cache=True)
+def _plain_first_attempt(seed, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, work, report, q_out):
+    """Attempt 0 of a plain plan (ip[IP_PLAIN]), concluded in place if it converged: True then.
+
+    For these plans (mode 'first' without a jump threshold, pole, nullspace
+    goals or collision check) the search takes the seed's solution as it is
+    (no ranking): so this is ``_search`` and ``_conclude``'s result without
+    their code.  Otherwise the attempt is booked and ``_search`` goes on from attempt 1.
+    """
+    ws = _workspace(chain[2].shape[0], seed.shape[0])
+    out = ws[7]
+    q = work[W_Q]
+    q[:] = seed
+    status = _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out)
+    _record(status, q, out, work, report)
+    if status != CONVERGED:
+        return False
+    _wrap_near(q, seed, lower)
+    linf = 0.0
+    same = True
+    for i in range(q.shape[0]):
+        q_out[i] = q[i]
+        linf = max(linf, abs(q[i] - seed[i]))
+        same = same and q[i] == work[W_EVAL, i]
+    report[RP_CHOSEN], report[RP_SCORE], report[RP_POLE_SIDE], report[RP_JUMP] = 1.0, linf, 1.0, linf
+    if same:
+        report[RP_POS], report[RP_ROT], report[RP_TASK] = out[OUT_TRUE_POS], out[OUT_TRUE_ROT], out[OUT_TASK]
+    else:   # a continuous joint moved by whole turns
+        _fresh_errors(q_out, chain, Rt, pt, fp, ip, report)
+    report[RP_REASON] = R_SUCCESS
+    return True
 
 
 @njit(cache=True)
@@ -594,11 +638,17 @@ def _conclude(seed, chain, lower, upper, Rt, pt, fp, ip, work, report, q_out):
         report[RP_POS], report[RP_ROT], report[RP_TASK] = report[RP_EVAL_POS], report[RP_EVAL_ROT], \
             report[RP_EVAL_TASK]
     else:
-        n = chain[2].shape[0]
-        R_out, p_out, a_out, _, e, _, _ = _workspace(n, q_out.shape[0])
-        kin.frames(q_out, *chain, R_out, p_out, a_out)
-        _, _, report[RP_TASK], report[RP_POS], report[RP_ROT] = _goal_error(Rt, pt, R_out[n], p_out[n], fp, ip, e)
+        _fresh_errors(q_out, chain, Rt, pt, fp, ip, report)
     report[RP_REASON] = reason
+
+
+@njit(cache=True)
+def _fresh_errors(q, chain, Rt, pt, fp, ip, report):
+    """Set the report's true and task errors of q from a kinematics pass of its own."""
+    n = chain[2].shape[0]
+    R_out, p_out, a_out, _, e, _, _, _ = _workspace(n, q.shape[0])
+    kin.frames(q, *chain, R_out, p_out, a_out)
+    _, _, report[RP_TASK], report[RP_POS], report[RP_ROT] = _goal_error(Rt, pt, R_out[n], p_out[n], fp, ip, e)
 
 
 @njit(cache=True)
@@ -686,8 +736,21 @@ def _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, deadline, rng, work
     if code != SEED_OK:
         return code
     clamped[:] = work[W_Q]
-    if _search(clamped, chain, lower, upper, bounds[0], bounds[1], Rt, pt, fp, ip, q_pref, deadline, rng,
-               work, report) == CANDIDATE:
+    return _solve_started(clamped, chain, lower, upper, bounds, Rt, pt, fp, ip, q_pref, deadline, rng, work, report,
+                          q_out)
+
+
+@njit(cache=True)
+def _solve_started(clamped, chain, lower, upper, bounds, Rt, pt, fp, ip, q_pref, deadline, rng, work, report, q_out):
+    """Search from a started solve (``_start``) and conclude it; -1: a candidate for the collision check."""
+    if ip[IP_PLAIN]:
+        if _plain_first_attempt(clamped, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, work, report, q_out):
+            return SEED_OK
+        if monotonic() < deadline:
+            _search(clamped, chain, lower, upper, bounds[0], bounds[1], Rt, pt, fp, ip, q_pref, deadline, rng,
+                    work, report)
+    elif _search(clamped, chain, lower, upper, bounds[0], bounds[1], Rt, pt, fp, ip, q_pref, deadline, rng,
+                 work, report) == CANDIDATE:
         return -1
     _conclude(clamped, chain, lower, upper, Rt, pt, fp, ip, work, report, q_out)
     return SEED_OK
@@ -707,16 +770,22 @@ def _summary(ip, report):
 
 
 def _pack(chain, lower, upper, fp, ip, q_pref):
-    """Put the kernels' arguments in one float and one int array (``_unpack`` views them): fewer to dispatch."""
+    """Put the kernels' arguments in one float64 array (``_unpack`` views it): each array argument costs dispatch time.
+
+    Layout: the joint count n, the int arrays (kind, var, ip) as int64 bit patterns, then the float arrays.
+    """
     origin_R, origin_p, axis, kind, var, mult, offset = chain
-    floats = np.concatenate([origin_R.ravel(), origin_p.ravel(), axis.ravel(), mult, offset, lower, upper, fp, q_pref])
-    return floats, np.concatenate([kind, var, ip]).astype(np.int64)
+    ints = np.concatenate([kind, var, ip]).astype(np.int64)
+    return (np.concatenate([[float(len(kind))], ints.view(np.float64), origin_R.ravel(), origin_p.ravel(),
+                            axis.ravel(), mult, offset, lower, upper, fp, q_pref]),)
 
 
 @njit(cache=True)
-def _unpack(floats, ints, n_var):
-    """Return views of ``_pack``'s arrays: (chain, lower, upper, fp, ip, q_pref)."""
-    n = (ints.shape[0] - IP_SIZE) // 2
+def _unpack(packed, n_var):
+    """Return views of ``_pack``'s array: (chain, lower, upper, fp, ip, q_pref)."""
+    n = int(packed[0])
+    ints = packed[1:1 + 2 * n + IP_SIZE].view(np.int64)
+    floats = packed[1 + 2 * n + IP_SIZE:]
     e0 = (n + 1) * 9
     e1 = e0 + (n + 1) * 3
     e2 = e1 + n * 3
@@ -732,8 +801,8 @@ def _unpack(floats, ints, n_var):
 
 
 @njit(cache=True, nogil=True)
-def _solve_fast(T, seed, floats, ints, start, q_out):
-    """Solve once, work arrays included: one call from Python (``_pack``'s arrays) returns (code, summary).
+def _solve_fast(T, seed, packed, start, q_out):
+    """Solve once, work arrays included: one call from Python (``_pack``'s array) returns (code, summary).
 
     ``IKSolver.solve`` calls it only with the types it was first compiled for
     (compilation is then disabled: other types raise TypeError and take the
@@ -741,7 +810,7 @@ def _solve_fast(T, seed, floats, ints, start, q_out):
     pose returns its code, for the checking path to raise.
     """
     n_var = q_out.shape[0]
-    chain, lower, upper, fp, ip, q_pref = _unpack(floats, ints, n_var)
+    chain, lower, upper, fp, ip, q_pref = _unpack(packed, n_var)
     b = np.empty(W_SIZE * n_var + RP_SIZE)   # work rows and report in one allocation
     work = b[:W_SIZE * n_var].reshape((W_SIZE, n_var))
     report = b[W_SIZE * n_var:]
@@ -775,9 +844,8 @@ def _solve_batch(targets, seeds, chain, lower, upper, fp, ip, q_pref, Q_out, rep
             report[RP_REASON] = R_INVALID
             continue
         clamped[:] = work[W_Q]
-        _search(clamped, chain, lower, upper, bounds[0], bounds[1], Rt, pt, fp, ip, q_pref, deadline, rng,
-                work, report)
-        _conclude(clamped, chain, lower, upper, Rt, pt, fp, ip, work, report, Q_out[b])
+        _solve_started(clamped, chain, lower, upper, bounds, Rt, pt, fp, ip, q_pref, deadline, rng, work, report,
+                       Q_out[b])
 
 
 _FLOAT64 = np.dtype(np.float64)
@@ -965,6 +1033,9 @@ class IKSolver:
         ip[IP_MAX_ATTEMPTS], ip[IP_MODE] = opts.max_attempts, MODES.index(opts.mode)
         ip[IP_TARGET_FRAME], ip[IP_BOUNDS] = opts.weights_frame == 'target', opts.bounds is not None
         ip[IP_YIELD], ip[IP_SEED], ip[IP_METHOD] = collision_yield, opts.random_seed, method_id(opts.method)
+        ip[IP_ROWS] = opts.weights_frame == 'target' or np.any(w != 1.0)
+        ip[IP_PLAIN] = (opts.mode == 'first' and opts.jump_threshold == np.inf and ip[IP_ELBOW] < 0
+                        and not np.any(fp[FP_NS_W:FP_NS_W + 4] > 0) and not collision_yield)
         q_pref = np.ascontiguousarray(q_pref, dtype=float)
         args = (self._kin, *self._limits, fp, ip, q_pref)
         return _Plan(opts, fp, ip, q_pref, args, _pack(*args))
