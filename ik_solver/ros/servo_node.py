@@ -72,7 +72,7 @@ class ServoNode(Node):
         self._lock = threading.Lock()
         self._loop = None
         self._running = True
-        self._wake = threading.Event()
+        self._restart = None   # time of a cycle run by a command since the loop's last tick
         self._servo = None
         self._guard = None
         self._model = None
@@ -198,12 +198,23 @@ class ServoNode(Node):
         self._command(PoseCommand(T))
 
     def _command(self, command):
+        """Hand a command to the servo; an idle servo computes and publishes its first step right here.
+
+        The loop then runs on from this cycle's phase: the loop thread skips its
+        next tick (``_restart``) and runs one period after this cycle; a timer is reset.
+        """
         with self._lock:
             if self._servo is None:
                 return
-            self._servo.set_command(command, time.monotonic())
-            if self._servo.idle:
-                self._wake.set()   # the first command of a motion does not wait for the next tick
+            now = time.monotonic()
+            self._servo.set_command(command, now)
+            if not self._servo.idle:
+                return
+            self._step(now)
+            if isinstance(self._loop, threading.Thread):
+                self._restart = now   # seen by the loop at its next tick
+            else:
+                self._loop.reset()    # a timer counts its period from now
 
     def _on_pause(self, request, response):
         with self._lock:
@@ -219,47 +230,52 @@ class ServoNode(Node):
         """Run one cycle per period on monotonic deadlines.
 
         Cycles delayed (by the OS) up to MAX_LAG are caught up, so the commanded
-        motion keeps its timing; beyond that the schedule restarts from now.  An
-        idle servo's schedule restarts when a command arrives (``_wake``).
+        motion keeps its timing; beyond that the schedule restarts from now.  A
+        cycle run out of turn by a command to an idle servo restarts the schedule
+        from its time (its tick is due within one period of it, so it is seen in time).
         """
         deadline = time.monotonic()
         while self._running:
-            self._cycle()
-            deadline += period
+            restart = self._cycle()
+            deadline = deadline + period if restart is None else restart + period
             delay = deadline - time.monotonic()
             if delay > 0:
-                if self._wake.wait(delay):
-                    deadline = time.monotonic()
-                self._wake.clear()
+                time.sleep(delay)
             elif delay < -MAX_LAG:
                 deadline = time.monotonic()
 
     def _cycle(self):
+        """Run the loop's cycle, unless a command ran one since the last tick: return that one's time, or None."""
+        with self._lock:
+            restart, self._restart = self._restart, None
+            if restart is None:
+                self._step(time.monotonic())
+        return restart
+
+    def _step(self, now):
+        """Run one servo cycle at ``now`` and publish its command and status (called with ``_lock`` held)."""
         try:
-            self._step()
+            self._servo_cycle(now)
         except Exception as exc:  # the loop must never die from one cycle
             self.get_logger().error(f'servo cycle failed: {exc!r}', throttle_duration_sec=1.0)
 
-    def _step(self):
-        now = time.monotonic()
+    def _servo_cycle(self, now):
         self._cycle_times.append(now)
         del self._cycle_times[:-1000]
-        with self._lock:
-            servo, guard, model = self._servo, self._guard, self._model
-            if servo is None:
-                return
-            measured, error = self._measured(model, servo)
-            output = servo.step(now, measured, error)
-            if output is None:
-                return self._publish_status(Status.STALE_STATE, f'waiting for joint_states: {error}', np.nan, 0.0,
-                                            now)
-            reasons = guard.check_step(output.previous, output.state.position, output.state.velocity,
-                                       servo.settings.publish_period) if output.publish else []
-            if reasons:
-                servo.state = output.previous
-                self.get_logger().error('servo command refused by the guard: ' + '; '.join(reasons),
-                                        throttle_duration_sec=1.0)
-                return self._publish_status(Status.INVALID, '; '.join(reasons), output.condition_number, 0.0, now)
+        servo, guard, model = self._servo, self._guard, self._model
+        if servo is None:
+            return
+        measured, error = self._measured(model, servo)
+        output = servo.step(now, measured, error)
+        if output is None:
+            return self._publish_status(Status.STALE_STATE, f'waiting for joint_states: {error}', np.nan, 0.0, now)
+        reasons = guard.check_step(output.previous, output.state.position, output.state.velocity,
+                                   servo.settings.publish_period) if output.publish else []
+        if reasons:
+            servo.state = output.previous
+            self.get_logger().error('servo command refused by the guard: ' + '; '.join(reasons),
+                                    throttle_duration_sec=1.0)
+            return self._publish_status(Status.INVALID, '; '.join(reasons), output.condition_number, 0.0, now)
         if output.publish:
             self._publish_command(model.chain.joint_names, output.state)
         self._last_output = output

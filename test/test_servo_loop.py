@@ -1,0 +1,128 @@
+"""The servo node's loop schedule, in-process: a command to an idle servo is answered at once.
+
+The first command of a motion is computed and published in the command's own
+callback, not at the loop's next tick, and the loop then runs on from that
+cycle's phase (never a second cycle less than one period after it).  Checked
+against the node's own schedule (its cycle times and the thread that published),
+so the assertions hold on a loaded machine: nothing here bounds wall-clock speed.
+"""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+pytest.importorskip('ik_solver_interfaces.msg', reason='ik_solver_interfaces is not built')
+
+from conftest import URDF_DIR  # noqa: E402, I100, I202
+from ik_solver.motion.servo import TwistCommand  # noqa: E402
+from ik_solver.ros.servo_node import ServoNode  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+HOME = [0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0]
+#: Long enough that a command landing between two ticks is told apart from one sent at a tick.
+PERIOD = 0.05
+
+
+class Recorder:
+    """Stands in for the command publisher: records (monotonic time, thread, message) of each publication."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.sent = []
+
+    def publish(self, msg):
+        with self.lock:
+            self.sent.append((time.monotonic(), threading.get_ident(), msg))
+
+    def count(self):
+        with self.lock:
+            return len(self.sent)
+
+
+def wait_for(condition, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.fixture(params=['thread', 'timer'])
+def servo(request):
+    """The node with each ``loop``, its publisher recorded; ``loop_thread``: the thread its loop ticks run in."""
+    from ros_fixtures import isolate_ros_domain
+    isolate_ros_domain()
+    rclpy.init()
+    params = {'urdf_file': str(URDF_DIR / 'ik7.urdf.xacro'), 'base_link': 'base_link', 'tip_link': 'tool0',
+              'publish_period': PERIOD, 'loop': request.param, 'command_in_type': 'speed_units',
+              'joint_states_timeout': 10.0, 'incoming_command_timeout': 0.5}
+    node = ServoNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+    node._publisher = Recorder()
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    node.loop_thread = node._loop.ident if request.param == 'thread' else spinner.ident
+    try:
+        yield node
+    finally:
+        executor.shutdown(timeout_sec=5.0)
+        spinner.join(5.0)
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def idle(node, recorder):
+    """Feed a joint state and wait until the servo is idle and has stopped publishing (its halt messages sent)."""
+    names = [f'joint{i}' for i in range(1, 8)]
+    node.joint_states.on_message(JointState(name=names, position=HOME, velocity=[0.0] * 7))
+    assert wait_for(lambda: node._servo is not None and node._servo.state is not None and node._servo.idle)
+    quiet_since = (time.monotonic(), recorder.count())
+    while time.monotonic() - quiet_since[0] < 6 * PERIOD:   # no publication for several periods
+        time.sleep(PERIOD)
+        if recorder.count() != quiet_since[1]:
+            quiet_since = (time.monotonic(), recorder.count())
+    assert node._servo.idle
+
+
+def test_first_command_after_idle_is_published_by_the_command_itself(servo):
+    recorder = servo._publisher
+    idle(servo, recorder)
+    loop_thread = servo.loop_thread
+    for _ in range(2):   # twice: the second motion starts from idle again, after the first came to rest
+        before = recorder.count()
+        servo._command(TwistCommand(np.array([0.01, 0.0, 0.0, 0.0, 0.0, 0.0])))
+        # published before _command returned, from the calling (callback) thread, not at a tick of the loop
+        assert recorder.count() == before + 1
+        kick_time, kick_thread, first = recorder.sent[before]
+        assert kick_thread == threading.get_ident() != loop_thread
+        assert np.isfinite(first.data).all()
+        # the loop runs on from the command's cycle: its next cycle comes a period after it, not sooner
+        assert wait_for(lambda: recorder.count() >= before + 3)
+        times = list(servo._cycle_times)
+        kick = max(t for t in times if t <= kick_time)
+        after = [t for t in times if t > kick]
+        assert after and after[0] - kick >= PERIOD * (1 - 1e-9), (after[0] - kick, PERIOD)
+        later = recorder.sent[before + 1:before + 3]
+        assert all(thread == loop_thread for _, thread, _ in later)
+        idle(servo, recorder)
+
+
+def test_commands_while_moving_wait_for_the_loop(servo):
+    recorder = servo._publisher
+    idle(servo, recorder)
+    start = recorder.count()
+    servo._command(TwistCommand(np.array([0.01, 0.0, 0.0, 0.0, 0.0, 0.0])))
+    assert wait_for(lambda: recorder.count() >= start + 2)
+    assert not servo._servo.idle
+    before = recorder.count()
+    servo._command(TwistCommand(np.array([0.0, 0.01, 0.0, 0.0, 0.0, 0.0])))
+    # a moving servo takes the new command at its next tick (a cycle out of turn would break its fixed rate)
+    assert all(thread != threading.get_ident() for _, thread, _ in recorder.sent[before:])
+    assert wait_for(lambda: recorder.count() > before)
+    assert recorder.sent[before][1] == servo.loop_thread
