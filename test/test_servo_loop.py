@@ -54,7 +54,7 @@ def wait_for(condition, timeout=30.0):
 
 @pytest.fixture(params=['thread', 'timer'])
 def servo(request):
-    """The node with each ``loop``, its publisher recorded; ``loop_thread``: the thread its loop ticks run in."""
+    """Start the node with each ``loop``, its publisher recorded; ``loop_thread``: where its loop ticks run."""
     from ros_fixtures import isolate_ros_domain
     isolate_ros_domain()
     rclpy.init()
