@@ -154,23 +154,11 @@ class Session:
         return self.observer.call(self.atomic_client, request).result
 
     def trajectories_since(self, t):
-        with self.observer.lock:
-            return [m for (s, m) in self.observer.trajectories if s >= t]
+        return [m for _, m in self.observer.trajectories_since(t)]
 
     def wait_executed(self, sent, status, timeout=15.0):
-        """After ``status`` of a target sent at ``sent``: wait for its trajectory's end, then for the arm to settle.
-
-        Settling is judged from the trajectory's end, however late it arrived under load (a move that has not
-        started yet also looks settled).  Returns wait_settled's answer (True without a trajectory).
-        """
-        if not status.trajectory_published:
-            return True
-        msg = poll(lambda: self.trajectories_since(sent), timeout=5.0)
-        with self.observer.lock:
-            received = [t for t, m in self.observer.trajectories if t >= sent]
-        end = (received[-1] + trajectory_points(msg[-1])[-1][0]) if msg else time.monotonic()
-        time.sleep(max(0.0, end - time.monotonic()))
-        return self.observer.wait_settled(end, timeout=timeout)
+        """See ArmObserver.wait_executed."""
+        return self.observer.wait_executed(sent, status, timeout)
 
     def statuses_since(self, t):
         with self.observer.lock:

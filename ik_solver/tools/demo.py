@@ -87,7 +87,7 @@ class Demo:
             q_before = self.observer.latest_joints()[1]
             sent, status = self.send_and_wait(name, target)
             if status.trajectory_published:
-                self.observer.wait_settled(sent + 0.05)
+                self.observer.wait_executed(sent, status)
             else:
                 time.sleep(0.5)
             pe, re = pose_error(target, self.observer.latest_tip())

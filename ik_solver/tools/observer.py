@@ -142,9 +142,37 @@ class ArmObserver(Node):
             time.sleep(0.01)
         return False
 
+    def wait_executed(self, sent, status, timeout=10.0):
+        """After ``status`` of a target sent at ``sent``: wait for its trajectory's end, then for the arm to settle.
+
+        Settling is judged from the trajectory's end, however late it arrived under load: a move that has not
+        started yet (held at rest for command_lead_time, or not delivered yet) also looks settled.  Returns
+        wait_settled's answer (True without a trajectory).
+        """
+        if not status.trajectory_published:
+            return True
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and not self.trajectories_since(sent):
+            time.sleep(0.01)
+        received = self.trajectories_since(sent)
+        end = received[-1][0] + _duration(received[-1][1]) if received else time.monotonic()
+        time.sleep(max(0.0, end - time.monotonic()))
+        return self.wait_settled(end, timeout=timeout)
+
+    def trajectories_since(self, t):
+        """(receipt time, JointTrajectory) of the trajectories received at or after monotonic ``t``."""
+        with self.lock:
+            return [(r, m) for r, m in self.trajectories if r >= t]
+
     def call(self, client, request, timeout=5.0):
         future = client.call_async(request)
         deadline = time.monotonic() + timeout
         while not future.done() and time.monotonic() < deadline:
             time.sleep(0.0005)
         return future.result() if future.done() else None
+
+
+def _duration(msg):
+    """Seconds from a JointTrajectory's time 0 to its last point."""
+    last = msg.points[-1].time_from_start
+    return last.sec + last.nanosec * 1e-9
