@@ -6,8 +6,12 @@ the servo as a teleop would and measures, at the receiver:
 
 - the cycle period: intervals of the commands' publication stamps (DDS source
   timestamps, so the receiver's delays do not count);
-- command-in -> command-out latency: from publishing a twist to an idle servo
-  to receiving its first command, next to an rclpy echo node's round trip;
+- command-in -> command-out latency, next to an rclpy echo node's round trip
+  measured alike: from publishing a twist to an idle servo to its first
+  command, and from changing a jog the servo is following to the first command
+  that follows it (a streaming servo takes a command at its next tick); each
+  to the command's publication (DDS source stamp) and its reception (DDS
+  reception stamp), so this process's own executor adds nothing;
 - the servo process's CPU use;
 - the largest commanded joint velocity, acceleration and jerk (differences of
   the position stream at its nominal period) as fractions of the servo's limits.
@@ -17,19 +21,23 @@ the servo as a teleop would and measures, at the receiver:
 import argparse
 import sys
 import tempfile
+import threading
 import time
 
+from geometry_msgs.msg import PoseStamped
 import numpy as np
 import rclpy
+from rclpy.executors import SingleThreadedExecutor
 from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
 
 from .bench_node import cpu_seconds, echo_node, percentiles
 from .launcher import NodeProcess
-from .observer import ArmObserver
 from .resources import arm_files
 from .servo_demo import ServoClient, start_servo
 from ..core.chain import load_chain
 from ..motion.limits import load_joint_limits
+from ..ros.ik_node import TARGET_QOS
 
 #: The servo's acceleration_ramp_time (servo_ik7.yaml): jerk limit = acceleration / this, as the servo uses it.
 RAMP_TIME = 0.05
@@ -38,14 +46,17 @@ GAP = 5
 
 
 class StampedCommands:
-    """Publication stamps and positions of the servo's commands, from the DDS message info."""
+    """Publication and reception stamps (DDS, wall clock) and positions of the servo's commands."""
 
     def __init__(self, node, topic):
         self.samples = []   # (source timestamp [s], receipt monotonic [s], positions)
+        self.received = []  # (source timestamp [s], DDS reception timestamp [s], positions)
         node.create_subscription(Float64MultiArray, topic, self._on_command, 1000)
 
     def _on_command(self, msg, info):
-        self.samples.append((info['source_timestamp'] * 1e-9, time.monotonic(), np.array(msg.data)))
+        q = np.array(msg.data)
+        self.samples.append((info['source_timestamp'] * 1e-9, time.monotonic(), q))
+        self.received.append((info['source_timestamp'] * 1e-9, info['received_timestamp'] * 1e-9, q))
 
     def since(self, t):
         return [s for s in list(self.samples) if s[1] >= t]
@@ -89,8 +100,24 @@ def limit_fractions(samples, period, limits):
     return worst
 
 
+def first_reply(replies, start, sent, timeout=1.0, answers=lambda replies, k: True):
+    """Return (published, received) [ms after ``sent``] of the first reply (source, reception stamps) after it.
+
+    Both stamps are taken by DDS (the reception one in its receive thread), so the
+    polling here and this process's executor add nothing.  ``answers(replies, k)``:
+    whether reply k answers the message.  None on timeout.
+    """
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        later = [r for k, r in enumerate(replies[start:], start) if r[1] >= sent and answers(replies, k)]
+        if later:
+            return (later[0][0] - sent) * 1e3, (later[0][1] - sent) * 1e3
+        time.sleep(0.002)
+    return None
+
+
 def first_command_latencies(client, commands, trials):
-    """Milliseconds from a twist sent to an idle servo to its first command received."""
+    """Milliseconds from a twist sent to an idle servo to its first command published and received."""
     latencies = []
     for _ in range(trials):
         deadline = time.monotonic() + 5.0
@@ -99,37 +126,78 @@ def first_command_latencies(client, commands, trials):
             if time.monotonic() - last > 0.3:
                 break
             time.sleep(0.02)
-        sent = time.monotonic()
+        start, sent = len(commands.received), time.time()
         client.twist((0.0, 0.0, 0.01), (0, 0, 0))
-        while time.monotonic() - sent < 1.0 and not commands.since(sent):
-            time.sleep(0.0002)
-        received = commands.since(sent)
-        if received:
-            latencies.append((received[0][1] - sent) * 1e3)
-    return latencies
+        reply = first_reply(commands.received, start, sent)
+        if reply:
+            latencies.append(reply)
+    return np.array(latencies).reshape(-1, 2)
 
 
-def echo_baseline(chain, trials):
-    """Milliseconds from a message sent to bench_node's echo node (its own process) to its reply received."""
+def streaming_latencies(client, commands, trials, stream_rate=100.0, speed=0.05):
+    """Milliseconds from a changed jog, sent while the servo streams, to the first command that follows it.
+
+    Joint 1 is jogged at a constant speed until the servo's command holds it
+    (zero acceleration: exact second differences of the positions, which the
+    servo integrates at its nominal period), then the speed is reversed; the
+    first command with a second difference is the first that reflects it.
+    It waits for the servo's next tick: on average half a period more than an idle servo.
+    """
+    names = client.joint_names[:1]
+    latencies = []
+    velocity = speed
+    client.stream(lambda t: client.jog(names, [velocity]), 0.5, stream_rate)
+    for _ in range(trials):
+        client.stream(lambda t: client.jog(names, [velocity]), 0.25, stream_rate)  # the servo settles on it
+        velocity = -velocity
+        start, sent = len(commands.received), time.time()
+        client.jog(names, [velocity])
+        reply = first_reply(commands.received, start, sent, answers=_changed)
+        if reply:
+            latencies.append(reply)
+    client.stream(lambda t: client.jog(names, [0.0]), 0.3, stream_rate)
+    return np.array(latencies).reshape(-1, 2)
+
+
+def _changed(replies, k):
+    """Whether command k is the first to change joint 1's commanded velocity (replies: source, received, q)."""
+    if k < 3:
+        return False
+    q = [replies[i][2][0] for i in range(k - 3, k + 1)]
+    return abs(q[1] - 2 * q[2] + q[3]) > 1e-10 and abs(q[0] - 2 * q[1] + q[2]) <= 1e-10
+
+
+def echo_baseline(trials):
+    """Milliseconds from a message sent to bench_node's echo node (its own process) to its reply, as above."""
     log = tempfile.NamedTemporaryFile(prefix='bench_servo_echo_', suffix='.log', delete=False).name
     echo = NodeProcess('tools.bench_servo', [], log, args=['--echo'])
-    observer = ArmObserver(chain.joint_names)
+    node = rclpy.create_node('bench_servo_echo_client')
+    replies = []
+    node.create_subscription(JointTrajectory, 'joint_trajectory_controller/joint_trajectory',
+                             lambda msg, info: replies.append((info['source_timestamp'] * 1e-9,
+                                                               info['received_timestamp'] * 1e-9)), 100)
+    target = node.create_publisher(PoseStamped, 'ik_solver/target_pose', TARGET_QOS)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
     try:
-        time.sleep(3.0)
+        deadline = time.monotonic() + 30.0
+        while target.get_subscription_count() == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)
         latencies = []
         for _ in range(trials):
-            sent = observer.send_target(np.eye(4))
-            while time.monotonic() - sent < 1.0:
-                with observer.lock:
-                    replies = [t for t, _ in observer.trajectories if t >= sent]
-                if replies:
-                    latencies.append((replies[0] - sent) * 1e3)
-                    break
-                time.sleep(0.0002)
+            start, sent = len(replies), time.time()
+            target.publish(PoseStamped())
+            reply = first_reply(replies, start, sent)
+            if reply:
+                latencies.append(reply)
             time.sleep(0.05)
-        return latencies
+        return np.array(latencies).reshape(-1, 2)
     finally:
-        observer.close()
+        executor.shutdown(timeout_sec=5.0)
+        node.destroy_node()
         echo.stop()
 
 
@@ -143,6 +211,7 @@ def bench_rate(chain, limits, rate, seconds, rng, loop='thread'):
         if not client.wait_ready(120.0):
             raise SystemExit('the servo did not come up:\n' + servo.output()[-2000:])
         latencies = first_command_latencies(client, commands, 100)
+        streaming = streaming_latencies(client, commands, 40)
         t0, cpu0 = time.monotonic(), cpu_seconds(servo.pid)
         random_twists(client, seconds, rng)
         cpu = (cpu_seconds(servo.pid) - cpu0) / (time.monotonic() - t0)
@@ -150,7 +219,7 @@ def bench_rate(chain, limits, rate, seconds, rng, loop='thread'):
         samples = commands.since(t0)
         if len(samples) < 10:
             raise SystemExit(f'only {len(samples)} commands received:\n' + servo.output()[-3000:])
-        return periods_ms(samples, period), latencies, cpu, limit_fractions(samples, period, limits)
+        return periods_ms(samples, period), (latencies, streaming), cpu, limit_fractions(samples, period, limits)
     finally:
         client.close()
         servo.stop()
@@ -177,12 +246,17 @@ def main(argv=None):
             periods, latencies, cpu, fractions = bench_rate(chain, limits, rate, args.seconds, rng, args.loop)
             print(f'  cycle period: p50 {np.percentile(periods, 50):.3f} ms, p99 {np.percentile(periods, 99):.3f} '
                   f'ms, max {np.max(periods):.3f} ms (nominal {1e3 / rate:.3f} ms, n = {len(periods)})')
-            print(f'  twist -> first command (idle servo): {percentiles(latencies)}')
+            idle, streaming = latencies
+            print(f'  twist -> first command (idle servo), published: {percentiles(idle[:, 0])}; '
+                  f'received: {percentiles(idle[:, 1])}')
+            print(f'  jog change -> first command following it (servo streaming), published: '
+                  f'{percentiles(streaming[:, 0])}; received: {percentiles(streaming[:, 1])}')
             print(f'  CPU: {100 * cpu:.0f} % of one core')
             print(f'  largest commanded velocity {fractions[0]:.3f}, acceleration {fractions[1]:.3f}, '
                   f'jerk {fractions[2]:.3f} of the limits')
-        floor = echo_baseline(chain, 100)
-        print(f'for comparison, message -> reply of an rclpy echo node (bench_node.echo_node): {percentiles(floor)}')
+        floor = echo_baseline(100)
+        print('for comparison, message -> reply of an rclpy echo node (bench_node.echo_node), published: '
+              f'{percentiles(floor[:, 0])}; received: {percentiles(floor[:, 1])}')
     finally:
         rclpy.try_shutdown()
 
