@@ -331,23 +331,17 @@ def _goal_error(Rt, pt, R, p, fp, ip, e):
 
 @njit(cache=True)
 def _workspace(n, n_var):
-    """Work arrays of the iteration, carved from one allocation.
+    """Work arrays of the iteration.
 
     (R_out, p_out, a_out: ``frames`` output; J: 6 x n_var; e: 6; A: n_var x n_var and dq: n_var for the step;
-    out: an attempt's OUT_* fields, zeroed).
+    out: an attempt's OUT_* fields, zeroed).  The vectors share one allocation (a slice is free, while
+    numba's reshape costs more than an allocation).
     """
-    e0 = (n + 1) * 9
-    e1 = e0 + (n + 1) * 3
-    e2 = e1 + n * 3
-    e3 = e2 + 6 * n_var
-    e4 = e3 + 6
-    e5 = e4 + n_var * n_var
-    e6 = e5 + n_var
-    b = np.empty(e6 + OUT_SIZE)
-    out = b[e6:]
+    b = np.empty(6 + n_var + OUT_SIZE)
+    out = b[6 + n_var:]
     out[:] = 0.0
-    return (b[:e0].reshape((n + 1, 3, 3)), b[e0:e1].reshape((n + 1, 3)), b[e1:e2].reshape((n, 3)),
-            b[e2:e3].reshape((6, n_var)), b[e3:e4], b[e4:e5].reshape((n_var, n_var)), b[e5:e6], out)
+    return (np.empty((n + 1, 3, 3)), np.empty((n + 1, 3)), np.empty((n, 3)), np.empty((6, n_var)), b[:6],
+            np.empty((n_var, n_var)), b[6:6 + n_var], out)
 
 
 @njit(cache=True)
@@ -711,16 +705,16 @@ def _start(seed, chain, lower, upper, Rt, pt, fp, ip, index, bounds, rng, work, 
 def _solve_arrays(T, n_var):
     """One solve's target rotation and position (contiguous copies of T's), search bounds and clamped seed.
 
-    Carved from one allocation; the bounds and seed are left for ``_start`` to fill.
+    The bounds and seed are left for ``_start`` to fill.
     """
-    b = np.empty(12 + 3 * n_var)
-    Rt = b[:9].reshape((3, 3))
-    pt = b[9:12]
+    Rt = np.empty((3, 3))
+    b = np.empty(3 + n_var)
+    pt = b[:3]
     for r in range(3):
         for c in range(3):
             Rt[r, c] = T[r, c]
         pt[r] = T[r, 3]
-    return Rt, pt, b[12:12 + 2 * n_var].reshape((2, n_var)), b[12 + 2 * n_var:]
+    return Rt, pt, np.empty((2, n_var)), b[3:]
 
 
 @njit(cache=True, nogil=True)
@@ -770,39 +764,36 @@ def _summary(ip, report):
 
 
 def _pack(chain, lower, upper, fp, ip, q_pref):
-    """Put the kernels' arguments in one float64 array (``_unpack`` views it): each array argument costs dispatch time.
+    """Put the kernels' arguments in three arrays (``_unpack`` views them): each array argument costs dispatch time.
 
-    Layout: the joint count n, the int arrays (kind, var, ip) as int64 bit patterns, then the float arrays.
+    A float64 vector (the joint count n, the int arrays kind, var and ip as
+    int64 bit patterns, then the float vectors), origin_R, and the rows of
+    origin_p and axis: slices of these are free in numba, reshapes are not.
     """
     origin_R, origin_p, axis, kind, var, mult, offset = chain
     ints = np.concatenate([kind, var, ip]).astype(np.int64)
-    return (np.concatenate([[float(len(kind))], ints.view(np.float64), origin_R.ravel(), origin_p.ravel(),
-                            axis.ravel(), mult, offset, lower, upper, fp, q_pref]),)
+    vector = np.concatenate([[float(len(kind))], ints.view(np.float64), mult, offset, lower, upper, fp, q_pref])
+    return vector, np.ascontiguousarray(origin_R), np.concatenate([origin_p, axis])
 
 
 @njit(cache=True)
-def _unpack(packed, n_var):
-    """Return views of ``_pack``'s array: (chain, lower, upper, fp, ip, q_pref)."""
-    n = int(packed[0])
-    ints = packed[1:1 + 2 * n + IP_SIZE].view(np.int64)
-    floats = packed[1 + 2 * n + IP_SIZE:]
-    e0 = (n + 1) * 9
-    e1 = e0 + (n + 1) * 3
-    e2 = e1 + n * 3
-    e3 = e2 + n
-    e4 = e3 + n
-    e5 = e4 + n_var
-    e6 = e5 + n_var
-    e7 = e6 + FP_SIZE
-    f = floats
-    chain = (f[:e0].reshape((n + 1, 3, 3)), f[e0:e1].reshape((n + 1, 3)), f[e1:e2].reshape((n, 3)),
-             ints[:n], ints[n:2 * n], f[e2:e3], f[e3:e4])
-    return chain, f[e4:e5], f[e5:e6], f[e6:e7], ints[2 * n:], f[e7:]
+def _unpack(vector, origin_R, rows, n_var):
+    """Return views of ``_pack``'s arrays: (chain, lower, upper, fp, ip, q_pref)."""
+    n = int(vector[0])
+    ints = vector[1:1 + 2 * n + IP_SIZE].view(np.int64)
+    f = vector[1 + 2 * n + IP_SIZE:]
+    e0 = n
+    e1 = e0 + n
+    e2 = e1 + n_var
+    e3 = e2 + n_var
+    e4 = e3 + FP_SIZE
+    chain = (origin_R, rows[:n + 1], rows[n + 1:], ints[:n], ints[n:2 * n], f[:e0], f[e0:e1])
+    return chain, f[e1:e2], f[e2:e3], f[e3:e4], ints[2 * n:], f[e4:]
 
 
 @njit(cache=True, nogil=True)
-def _solve_fast(T, seed, packed, start, q_out):
-    """Solve once, work arrays included: one call from Python (``_pack``'s array) returns (code, summary).
+def _solve_fast(T, seed, vector, origin_R, rows, start, q_out):
+    """Solve once, work arrays included: one call from Python (``_pack``'s arrays) returns (code, summary).
 
     ``IKSolver.solve`` calls it only with the types it was first compiled for
     (compilation is then disabled: other types raise TypeError and take the
@@ -810,11 +801,9 @@ def _solve_fast(T, seed, packed, start, q_out):
     pose returns its code, for the checking path to raise.
     """
     n_var = q_out.shape[0]
-    chain, lower, upper, fp, ip, q_pref = _unpack(packed, n_var)
-    b = np.empty(W_SIZE * n_var + RP_SIZE)   # work rows and report in one allocation
-    work = b[:W_SIZE * n_var].reshape((W_SIZE, n_var))
-    report = b[W_SIZE * n_var:]
-    report[:] = 0.0
+    chain, lower, upper, fp, ip, q_pref = _unpack(vector, origin_R, rows, n_var)
+    work = np.empty((W_SIZE, n_var))
+    report = np.zeros(RP_SIZE)
     if T.shape[0] != 4 or T.shape[1] != 4 or seed.shape[0] != n_var:
         return SHAPE_MISMATCH, _summary(ip, report)
     code = _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, start + fp[FP_TIMEOUT],
@@ -849,15 +838,6 @@ def _solve_batch(targets, seeds, chain, lower, upper, fp, ip, q_pref, Q_out, rep
 
 
 _FLOAT64 = np.dtype(np.float64)
-
-
-def _served(target, seed):
-    """Whether ``_solve_fast`` takes target and seed as they are: writeable C-contiguous float64 arrays, 2-D and 1-D."""
-    if type(target) is not np.ndarray or type(seed) is not np.ndarray or target.dtype is not _FLOAT64 \
-            or seed.dtype is not _FLOAT64 or target.ndim != 2 or seed.ndim != 1:
-        return False
-    f, g = target.flags, seed.flags
-    return f.c_contiguous and g.c_contiguous and f.writeable and g.writeable
 
 
 @dataclass(frozen=True)
@@ -915,11 +895,16 @@ class IKSolver:
         plan = self._plan_for(overrides) if overrides else self._plan
         if seed is None:
             seed = self._mid
-        if self.collision is None and _served(target, seed):
+        # The fast kernel takes writeable C-contiguous float64 arrays, 2-D and 1-D, as they are (checked inline:
+        # a function call here costs as much as a kernel iteration).
+        if self.collision is None and type(target) is np.ndarray and type(seed) is np.ndarray \
+                and target.dtype is _FLOAT64 and seed.dtype is _FLOAT64 and target.ndim == 2 and seed.ndim == 1 \
+                and (f := target.flags).c_contiguous and f.writeable and (g := seed.flags).c_contiguous \
+                and g.writeable:
             q = np.empty(self._n_var)
             try:
                 code, summary = _solve_fast(target, seed, *plan.packed, start, q)
-            except TypeError:   # a type _served let through (dispatch costs ~100 us then): the checking path
+            except TypeError:   # a type let through (dispatch costs ~100 us then): the checking path
                 code = None
             if code == SEED_OK:
                 reason, position, rotation, task, iterations, restarts, pole_missed, _, _ = summary
