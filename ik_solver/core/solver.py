@@ -285,7 +285,7 @@ def _seed_rng(rng, seed, index):
     _next_uniform(rng)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _goal_error(Rt, pt, R, p, fp, ip, e):
     """Task error e (weighted, in the weights' frame, bounds applied).
 
@@ -329,7 +329,7 @@ def _goal_error(Rt, pt, R, p, fp, ip, e):
     return np.sqrt(pe), np.sqrt(re), np.sqrt(task), true_pos, true_rot
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _workspace(n, n_var):
     """Work arrays of the iteration.
 
@@ -344,7 +344,7 @@ def _workspace(n, n_var):
             np.empty((n_var, n_var)), b[6:6 + n_var], out)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _task_jacobian(chain, Rt, fp, ip, ws):
     """Weighted task Jacobian (rows in the weights' frame) at the pose in the workspace, in place of its J."""
     p_out, a_out, J = ws[1], ws[2], ws[3]
@@ -355,7 +355,7 @@ def _task_jacobian(chain, Rt, fp, ip, ws):
     return J
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _largest(dq):
     """Largest |dq_i| (NaN if any is NaN, as np.abs(dq).max())."""
     largest = 0.0
@@ -475,7 +475,7 @@ def _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out):
     return status
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _wrap_near(q, seed, lower):
     """Continuous joints (infinite limits) moved by whole turns to lie within pi of the seed (others untouched)."""
     for i in range(q.shape[0]):
@@ -562,7 +562,7 @@ def _search(seed, chain, lower, upper, slo, sup, Rt, pt, fp, ip, q_pref, deadlin
     return FINISHED
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _record(status, q, out, work, report):
     """Book an attempt: its iterations, the errors of the joints it evaluated last, and the best failed one."""
     report[RP_ATTEMPTS] += 1
@@ -577,7 +577,7 @@ def _record(status, q, out, work, report):
         report[RP_BEST_ERR], report[RP_BEST_SIGMA], report[RP_BEST_STATUS] = out[OUT_TASK], out[OUT_SIGMA], status
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _plain_first_attempt(seed, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, work, report, q_out):
     """Attempt 0 of a plain plan (ip[IP_PLAIN]), concluded in place if it converged: True then.
 
@@ -681,7 +681,7 @@ def _prepare_seed(seed, lower, upper, clamped, search_lower, search_upper):
     return code
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _start(seed, chain, lower, upper, Rt, pt, fp, ip, index, bounds, rng, work, report):
     """Per-solve set-up shared by solve and solve_batch: seed check, generator, report, reach distance."""
     code = _prepare_seed(seed, lower, upper, work[W_Q], bounds[0], bounds[1])
@@ -701,7 +701,7 @@ def _start(seed, chain, lower, upper, Rt, pt, fp, ip, index, bounds, rng, work, 
     return SEED_OK
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _solve_arrays(T, n_var):
     """One solve's target rotation and position (contiguous copies of T's), search bounds and clamped seed.
 
@@ -734,7 +734,7 @@ def _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, deadline, rng, work
                           q_out)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _solve_started(clamped, chain, lower, upper, bounds, Rt, pt, fp, ip, q_pref, deadline, rng, work, report, q_out):
     """Search from a started solve (``_start``) and conclude it; -1: a candidate for the collision check."""
     if ip[IP_PLAIN]:
@@ -750,7 +750,7 @@ def _solve_started(clamped, chain, lower, upper, bounds, Rt, pt, fp, ip, q_pref,
     return SEED_OK
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _summary(ip, report):
     """Return a report's result fields as one tuple (see ``IKSolver._result``).
 
@@ -776,7 +776,7 @@ def _pack(chain, lower, upper, fp, ip, q_pref):
     return vector, np.ascontiguousarray(origin_R), np.concatenate([origin_p, axis])
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _unpack(vector, origin_R, rows, n_var):
     """Return views of ``_pack``'s arrays: (chain, lower, upper, fp, ip, q_pref)."""
     n = int(vector[0])

@@ -6,10 +6,11 @@ wall-clock budget; a solve counts only if its own FK check gives < 1e-5 m and
 < 1e-4 rad within the limits.  Prints success, median / mean / p95 time per
 solve and mean iterations.  Tracking follows a smooth path seeded with the
 previous solution.  Where roboticstoolbox-python is installed, its C++
-``ik_LM`` solves the same targets (and the same path, the two taking turns on
-every target) in the same run, so ratios hold on a shared machine.  Then the compiled batch (solves/s with the
-protocol's mid-limit seeds and with warm seeds), the cost of a per-call
-override, and a fresh process's construction time and first solve.
+``ik_LM`` solves the same targets and the same path in the same run, the
+solvers taking turns on every target, so ratios hold on a shared machine.
+Then the compiled batch (solves/s with the protocol's mid-limit seeds and with
+warm seeds), the cost of a per-call override, and a fresh process's
+construction time and first solve.
 ``--overrun N`` instead runs N random solves with random (legal, heavy)
 options and reports how far each overran its timeout.
 
@@ -80,22 +81,64 @@ def summarize(name, ok, times, iterations=None):
 HEADER = f"{'method':<14} {'success%':>8} {'median us':>10} {'mean us':>10} {'p95 us':>10} {'iters':>8}"
 
 
-def bench_methods(chain, targets, methods, timeout):
+def take_turns(chain, targets, solvers):
+    """Solve every target with each solver in turn (``name -> solve(T) -> (ok, q, iterations or None)``).
+
+    Taking turns target by target lets a shared machine's load fall on all
+    solvers alike, so their ratios hold.  Returns name -> (ok, times, iterations).
+    """
+    runs = {name: ([], [], []) for name in solvers}
+    for T in targets:
+        for name, solve in solvers.items():
+            start = time.perf_counter()
+            success, q, iterations = solve(T)
+            elapsed = time.perf_counter() - start
+            ok, times, its = runs[name]
+            times.append(elapsed)
+            ok.append(success and passes_check(chain, q, T))
+            its.append(iterations)
+    return runs
+
+
+def protocol_solvers(chain, methods, timeout):
+    """Our solver per method and, where installed, rtb ik_LM, each seeded at mid-limits: name -> solve(T)."""
     seed = chain.mid_configuration()
-    rows, medians = [], {}
+    solvers = {}
     for method in methods:
         solver = IKSolver(chain, method=method, timeout=timeout, **METHOD_OPTIONS.get(method, {}))
-        solver.solve(targets[0], seed)
-        ok, times, its = [], [], []
-        for T in targets:
-            start = time.perf_counter()
+        solver.solve(chain.fk(seed), seed)   # kernels loaded before timing
+
+        def ours(T, solver=solver):
             result = solver.solve(T, seed)
-            times.append(time.perf_counter() - start)
-            ok.append(result.success and passes_check(chain, result.joints, T))
-            its.append(result.iterations)
-        rows.append(summarize(method, ok, times, its))
-        medians[method] = np.median(times)
-    return rows, medians
+            return result.success, result.joints, result.iterations
+        solvers[method] = ours
+    ets = rtb_chain(chain)
+    if ets is not None:
+        # E = 1/2 |e|^2 < 5e-11 means |e| < 1e-5: as strict as our own tolerance.
+        def rtb(T):
+            sol = ets.ik_LM(T, q0=seed, tol=5e-11, ilimit=30, slimit=100, joint_limits=True)
+            return bool(sol.success), np.asarray(sol.q), None
+        rtb(chain.fk(seed))
+        solvers['rtb ik_LM'] = rtb
+    return solvers, ets
+
+
+def bench_protocol(chain, targets, methods, timeout):
+    """Rows per method and for rtb ik_LM, solves taking turns on every target, and the lm / rtb median ratio."""
+    solvers, ets = protocol_solvers(chain, methods, timeout)
+    runs = take_turns(chain, targets, solvers)
+    rows = []
+    for name, (ok, times, its) in runs.items():
+        row = summarize(name, ok, times, None if its[0] is None else its)
+        if name == 'rtb ik_LM':
+            drift = max(np.abs(ets.eval(q) - chain.fk(q)).max() for q in chain.random_configuration(
+                np.random.default_rng(1), 20))
+            row += f'   (FK agreement {drift:.1e})'
+        rows.append(row)
+    if 'lm' in runs and 'rtb ik_LM' in runs:
+        rows.append(f'median time ratio lm / rtb ik_LM: '
+                    f'{np.median(runs["lm"][1]) / np.median(runs["rtb ik_LM"][1]):.2f} (solves interleaved)')
+    return rows
 
 
 def rtb_chain(chain):
@@ -121,24 +164,6 @@ def rtb_chain(chain):
     T[:3, :3], T[:3, 3] = chain.origin_R[-1], chain.origin_p[-1]
     ets.append(rtb.ET.SE3(T))
     return rtb.ETS(ets)
-
-
-def bench_rtb(chain, targets, timeout):
-    ets = rtb_chain(chain)
-    if ets is None:
-        return None, None
-    q0 = chain.mid_configuration()
-    drift = max(np.abs(ets.eval(q) - chain.fk(q)).max() for q in chain.random_configuration(
-        np.random.default_rng(1), 20))
-    # E = 1/2 |e|^2 < 5e-11 means |e| < 1e-5: as strict as our own tolerance.
-    ets.ik_LM(targets[0], q0=q0, tol=5e-11)
-    ok, times = [], []
-    for T in targets:
-        start = time.perf_counter()
-        sol = ets.ik_LM(T, q0=q0, tol=5e-11, ilimit=30, slimit=100, joint_limits=True)
-        times.append(time.perf_counter() - start)
-        ok.append(bool(sol.success) and passes_check(chain, np.asarray(sol.q), T))
-    return summarize('rtb ik_LM', ok, times) + f'   (FK agreement {drift:.1e})', np.median(times)
 
 
 def tracking_path(chain, rng, points=1000):
@@ -305,13 +330,7 @@ def main(argv=None):
         Q = chain.random_configuration(rng, args.n)
         targets = chain.fk_batch(Q)
         print(f'\n{name} ({chain.n} joints, {base} -> {tip})\n{HEADER}')
-        rows, medians = bench_methods(chain, targets, args.methods, args.timeout)
-        print('\n'.join(rows))
-        rtb_row, rtb_median = bench_rtb(chain, targets, args.timeout)
-        if rtb_row:
-            print(rtb_row)
-            if 'lm' in medians:
-                print(f'median time ratio lm / rtb ik_LM: {medians["lm"] / rtb_median:.2f}')
+        print('\n'.join(bench_protocol(chain, targets, args.methods, args.timeout)))
         if not args.no_tracking:
             print('\n'.join(tracking(chain, args.timeout, rng)))
         print('\n'.join(bench_batch(chain, targets, Q, args.timeout, rng)))
