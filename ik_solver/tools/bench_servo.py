@@ -134,22 +134,27 @@ def first_command_latencies(client, commands, trials):
     return np.array(latencies).reshape(-1, 2)
 
 
-def streaming_latencies(client, commands, trials, stream_rate=100.0, speed=0.05):
+def streaming_latencies(client, commands, trials, stream_rate=100.0, speed=0.05, seed=0):
     """Milliseconds from a changed jog, sent while the servo streams, to the first command that follows it.
 
     Joint 1 is jogged at a constant speed until the servo's command holds it
     (zero acceleration: exact second differences of the positions, which the
     servo integrates at its nominal period), then the speed is reversed; the
     first command with a second difference is the first that reflects it.
-    It waits for the servo's next tick: on average half a period more than an idle servo.
+    It waits for the servo's next tick: on average half a period more than an idle
+    servo.  The reversal is sent a random fraction of a stream period after the
+    last jog, so that it lands at any phase of the servo's loop (a stream at the
+    servo's own rate would otherwise meet it at one phase every time).
     """
     names = client.joint_names[:1]
+    rng = np.random.default_rng(seed)   # its own: the random twist stream stays the same
     latencies = []
     velocity = speed
     client.stream(lambda t: client.jog(names, [velocity]), 0.5, stream_rate)
     for _ in range(trials):
         client.stream(lambda t: client.jog(names, [velocity]), 0.25, stream_rate)  # the servo settles on it
         velocity = -velocity
+        time.sleep(rng.uniform(0.0, 1.0 / stream_rate))
         start, sent = len(commands.received), time.time()
         client.jog(names, [velocity])
         reply = first_reply(commands.received, start, sent, answers=_changed)
