@@ -396,7 +396,7 @@ def _exact_sigma(q, chain, T, fp, ip):
     return np.linalg.svd(_task_rows(Jw, fp))[1][-1]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out):
     """Iterate from q (modified in place) until converged, stalled, max_iter or the deadline.
 
@@ -664,7 +664,7 @@ SEED_OK, SEED_NOT_FINITE, SEED_OUTSIDE, POSE_INVALID, SHAPE_MISMATCH = 0, 1, 2, 
 SEED_SLACK = 1e-6
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _prepare_seed(seed, lower, upper, clamped, search_lower, search_upper):
     """Check a seed, clamp it into the limits, and set the search bounds (continuous joints: seed +- pi)."""
     code = SEED_OK
@@ -717,7 +717,7 @@ def _solve_arrays(T, n_var):
     return Rt, pt, np.empty((2, n_var)), b[3:]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, deadline, rng, work, report, q_out):
     """Validate the target and seed and solve: the single-solve kernel.
 
