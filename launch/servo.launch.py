@@ -5,8 +5,9 @@ For example ``ros2 launch ik_solver servo.launch.py sim:=true``, or with your ro
 then drive it with ``ros2 run teleop_twist_keyboard teleop_twist_keyboard --ros-args -p stamped:=true
 -p frame_id:=base_link -r cmd_vel:=/ik_servo/delta_twist_cmds``.
 """
+from ik_solver.tools.launcher import stop_all_on_exit
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, GroupAction, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import Command, FindExecutable, LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
@@ -32,8 +33,7 @@ def launch_setup(context):
     description = ParameterValue(Command([FindExecutable(name='xacro'), ' ', urdf]), value_type=str)
     common = {'robot_description': description, 'base_link': LaunchConfiguration('base_link'),
               'tip_link': LaunchConfiguration('tip_link'), 'use_sim_time': LaunchConfiguration('use_sim_time')}
-    return [
-        PushRosNamespace(LaunchConfiguration('namespace')),
+    nodes = [
         Node(package='robot_state_publisher', executable='robot_state_publisher', output='screen',
              parameters=[{'robot_description': description,
                           'use_sim_time': LaunchConfiguration('use_sim_time')}],
@@ -43,6 +43,8 @@ def launch_setup(context):
         Node(package='ik_solver', executable='ik_servo_node', name='ik_servo', output='screen',
              parameters=[config, common]),
     ]
+    # one process ending (the simulator, the servo) stops the others, as ik_solver.launch.py does
+    return [GroupAction([PushRosNamespace(LaunchConfiguration('namespace')), *nodes]), stop_all_on_exit(nodes)]
 
 
 def generate_launch_description():

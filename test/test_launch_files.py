@@ -188,7 +188,7 @@ def test_precedence_through_launch_ros(panda_config, tmp_path):
 def test_launch_files_describe_without_errors():
     pytest.importorskip('launch_ros', reason='launch_ros is not installed (not on PyPI); needs a ROS 2 install')
     from launch.actions import RegisterEventHandler
-    for name in ('ik_solver.launch.py', 'demo.launch.py'):
+    for name in ('ik_solver.launch.py', 'demo.launch.py', 'servo.launch.py'):
         _, entities = launch_entities(name, {})
         assert any(isinstance(e, RegisterEventHandler) for e in entities), name  # one exit stops all
     assert stop_all_on_exit([]) is not None

@@ -22,6 +22,8 @@ from rclpy.signals import SignalHandlerOptions
 
 #: The signals that end a node cleanly.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: A node stopped during start-up has ended this long after the signal [s], well within launch's 5 s.
+STARTUP_EXIT_DEADLINE = 2.0
 
 
 class ShutdownRequested(SystemExit):
@@ -37,15 +39,18 @@ class ShutdownSignals:
 
     While ``raising`` is true (start-up, or a script's main loop) the first
     signal raises ``ShutdownRequested`` in the main thread; otherwise it only
-    sets ``event``.  From then on the three signals are ignored (SIG_IGN), so
+    sets ``event``.  With ``exit_after`` (seconds; a node process) a raised
+    request also ends the process with 0 after that long, in case the
+    exception was swallowed and the teardown never comes.  From then on the three signals are ignored (SIG_IGN), so
     the teardown is never interrupted, not even while the interpreter
     finalizes (it resets Python-level handlers to the default, which would
     kill the process with -2 on a signal forwarded a moment later).  Install
     from the main thread.
     """
 
-    def __init__(self, raising=True):
+    def __init__(self, raising=True, exit_after=None):
         self.raising = raising
+        self.exit_after = exit_after
         self.event = threading.Event()
         self.signum = None
         for signum in STOP_SIGNALS:
@@ -66,12 +71,22 @@ class ShutdownSignals:
         self.signum = signum
         self.event.set()
         if self.raising:
+            if self.exit_after is not None:
+                # Python swallows an exception raised in a ctypes callback (numba's cache writes during
+                # start-up): start-up would go on for minutes with the stop signals ignored.
+                threading.Timer(self.exit_after, _exit_now).start()
             raise ShutdownRequested(signum)
 
     def wait(self):
         """Block until a stop signal (or ``event.set()`` by someone else)."""
         while not self.event.wait(1.0):
             pass
+
+
+def _exit_now():
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _spin(executor, done):
@@ -93,7 +108,7 @@ def run_node(make_node, args=None, executor=None, exit_process=True):
     and would outlast launch's 5 s before it escalates to SIGTERM and SIGKILL.
     Otherwise it returns 0.
     """
-    signals = ShutdownSignals(raising=True)
+    signals = ShutdownSignals(raising=True, exit_after=STARTUP_EXIT_DEADLINE if exit_process else None)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     if executor is None:
@@ -117,7 +132,5 @@ def run_node(make_node, args=None, executor=None, exit_process=True):
             node.destroy_node()
         rclpy.try_shutdown()
     if exit_process:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+        _exit_now()
     return 0
