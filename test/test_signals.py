@@ -150,7 +150,7 @@ def test_first_signal_requests_shutdown_later_ones_are_ignored():
             signal.signal(signum, handler)
 
 
-SWALLOWED = '''
+SWALLOWED = """
 import ctypes, os, signal, sys, time
 from ik_solver.ros.spin import ShutdownSignals
 signals = ShutdownSignals(raising=True, exit_after=0.5)
@@ -167,7 +167,7 @@ print('start-up went on', signals.requested, flush=True)
 time.sleep(10.0)  # a long start-up: the deadline ends it
 print('not ended', flush=True)
 sys.exit(3)
-'''
+"""
 
 
 def test_a_stop_request_swallowed_during_start_up_still_ends_the_process_with_0():

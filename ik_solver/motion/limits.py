@@ -185,19 +185,24 @@ def _clamp_to_urdf(name, entry, urdf, notes):
 
 
 def _assemble(names, merged, notes):
-    velocity, acceleration = [], []
+    velocity, acceleration, assumed = [], [], {'velocity': [], 'acceleration': []}
     for name in names:
         entry = merged[name]
         if not np.isfinite(entry['max_velocity']):
-            notes.append(f'joint {name}: no velocity limit in the URDF or joint_limits; '
-                         f'assumed {DEFAULT_VELOCITY:g}')
+            assumed['velocity'].append(name)
             entry['max_velocity'] = DEFAULT_VELOCITY
         if entry['max_acceleration'] is None:
-            notes.append(f'joint {name}: no acceleration limit given; assumed {DEFAULT_ACCELERATION:g} '
-                         '(set max_acceleration in joint_limits.yaml for your arm)')
+            assumed['acceleration'].append(name)
             entry['max_acceleration'] = DEFAULT_ACCELERATION
         velocity.append(entry['max_velocity'])
         acceleration.append(entry['max_acceleration'])
+    if assumed['velocity']:
+        notes.append(f"no velocity limit in the URDF or joint_limits for {', '.join(assumed['velocity'])}: assumed "
+                     f'{DEFAULT_VELOCITY:g} rad/s (m/s for prismatic joints)')
+    if assumed['acceleration']:
+        notes.append(f"no acceleration limit given for {', '.join(assumed['acceleration'])}: assumed "
+                     f'{DEFAULT_ACCELERATION:g} rad/s^2 (m/s^2 for prismatic joints); set max_acceleration in a '
+                     'joint_limits.yaml for your arm (parameter joint_limits_file)')
     column = [np.array([merged[name][key] for name in names], float)
               for key in ('min_position', 'max_position', 'max_jerk')]
     return JointLimits(names, column[0], column[1], np.array(velocity), np.array(acceleration), column[2])

@@ -179,7 +179,8 @@ PARAMETERS = (
           read_only=True),
     Param('tip_link', 'tool0', 'Link whose pose is solved for', read_only=True),
     Param('joint_limits_file', '', 'MoveIt-format joint_limits.yaml: velocity, acceleration and jerk limits '
-          'that tighten the URDF; empty: URDF limits and the documented default acceleration', read_only=True),
+          "that tighten the URDF (a relative path is in the package's share directory); empty: URDF limits and "
+          'the documented default acceleration', read_only=True),
     # Topics and the controller (relative names: they follow the node's namespace).
     Param('controller_name', 'joint_trajectory_controller', 'joint_trajectory_controller that executes moves',
           read_only=True),
@@ -357,7 +358,7 @@ def defaults():
 def load_limits(values, chain, logger):
     """Return the LoadedLimits of ``joint_limits_file`` for ``chain``, notes logged; ValueError if unusable."""
     try:
-        loaded = load_joint_limits(chain, values['joint_limits_file'] or None)
+        loaded = load_joint_limits(chain, package_file(values['joint_limits_file']) or None)
     except (OSError, ModelError) as exc:
         raise ValueError(f"joint_limits_file '{values['joint_limits_file']}': {exc}") from None
     for note in loaded.notes:

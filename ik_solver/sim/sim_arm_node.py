@@ -64,6 +64,7 @@ from ..core.urdf import parse_robot
 from ..motion import jtc
 from ..motion.limits import JointLimits, load_joint_limits
 from ..ros.messages import matrix_to_pose
+from ..ros.parameters import package_file
 from ..ros.spin import run_node
 
 try:
@@ -97,8 +98,8 @@ PARAMETERS = (
     ('initial_positions', [0.0], 'Start positions; [0.0]: all zero, or the middle of limits that exclude zero', None),
     ('kp', 2000.0, 'Position servo stiffness [N m/rad]', (1.0, 1e6)),
     ('kv', 80.0, 'Velocity servo gain [N m s/rad]', (0.0, 1e5)),
-    ('joint_limits_file', '', 'MoveIt joint_limits.yaml: acceleration limits to report against; empty: '
-                              'positions and velocities of the URDF only', None),
+    ('joint_limits_file', '', "MoveIt joint_limits.yaml (relative: in the package's share directory): acceleration "
+                              'limits to report against; empty: positions and velocities of the URDF only', None),
     ('limit_tolerance', 0.01, 'Velocities and accelerations up to limit x (1 + this) are not reported', (0.0, 1.0)),
     ('scene_file', '', 'YAML scene (collision/scene.py): world objects added to the physics', None),
 )
@@ -170,7 +171,7 @@ class SimArmNode(Node):
     def _limits(self, chain, joint_limits_file):
         """Limits to report against: URDF positions and velocities, accelerations from the file only."""
         if joint_limits_file:
-            loaded = load_joint_limits(chain, joint_limits_file)
+            loaded = load_joint_limits(chain, package_file(joint_limits_file))
             for note in loaded.notes:
                 self.get_logger().info(f'limits: {note}')
             return loaded.limits
