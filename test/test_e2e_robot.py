@@ -69,9 +69,12 @@ def _topic_statuses(arm, since):
 
 
 def _reach(arm, T):
-    sent = arm.observer.send_target(T)
-    status = arm.observer.wait_status(sent, timeout=5.0)
-    assert status is not None
+    for _ in range(3):  # a starved CI host can deliver a target after max_target_age: it is rightly expired
+        sent = arm.observer.send_target(T)
+        status = arm.observer.wait_status(sent, timeout=5.0)
+        assert status is not None
+        if status.reason != 'expired':
+            break
     arm.wait_executed(sent, status)
     return status
 

@@ -95,8 +95,9 @@ class ArmObserver(Node):
         while time.monotonic() < deadline:
             if self.latest_joints() is not None and self.latest_tip() is not None \
                     and self.target_pub.get_subscription_count() > 0 and self.solve_client.service_is_ready():
-                probe = SolveIK.Request()
-                probe.target.pose.orientation.w = 1.0
+                probe = SolveIK.Request()  # where the tip is: solvable, so the node logs no refusal
+                probe.target.header.frame_id = self.base_link
+                probe.target.pose = matrix_to_pose(self.latest_tip())
                 asked = time.monotonic()
                 if self.call(self.solve_client, probe, max(0.1, deadline - time.monotonic())) is None:
                     return False
