@@ -377,17 +377,17 @@ class IKSolverNode(Node):
             return _mark_sent(outcome, (exc.reason, str(exc)))
         return _mark_sent(outcome, self._move(context, start, result.joints))
 
-    def _start_state(self, context, now=None):
+    def _start_state(self, context):
         """Return the state a move starts from (MotionState), or raise StateError.
 
         The controller's reference, else a replay of our last command, else the
         measured state; when the reference and the measurement disagree, the measurement wins.
-        ``now``: monotonic time of the replay (default: now); the state is stamped with it, and so is the
-        trajectory planned from it.  A move is planned from a state read just before it is sent: the controller
-        joins a trajectory at its arrival, and the part before that (a solve's duration, if the state were read
-        before solving) is skipped with a step in position, velocity and acceleration.
+        The state is stamped with the instant it was read, and so is the trajectory planned from it.  A move
+        is planned from a state read just before it is sent: the controller joins a trajectory at its
+        arrival, and the part before that (a solve's duration, if the state were read before solving) is
+        skipped with a step in position, velocity and acceleration.
         """
-        now = time.monotonic() if now is None else now
+        now = time.monotonic()
         limits = context.limits.limits
         measured = self.joint_states.state(context.model.chain.joint_names, limits.lower, limits.upper,
                                            velocity=limits.velocity, history=context.history)
@@ -398,7 +398,7 @@ class IKSolverNode(Node):
                            reference.acceleration, now)
 
     def _plan_with_lead(self, start, plan):
-        """Return (start, path): ``plan(state)`` (a TimedPath), held at rest for ``command_lead_time`` first.
+        """Return ``plan(start)`` (a TimedPath), held at rest for ``command_lead_time`` first.
 
         The trajectory is stamped with ``start``'s instant and the controller joins it on arrival: what lies
         before that is skipped, with a step.  A move from rest therefore holds still for the lead time and
@@ -410,12 +410,11 @@ class IKSolverNode(Node):
         lead = self.params['command_lead_time']
         moving = max(np.abs(start.velocity).max(), np.abs(start.acceleration).max()) > REST_SPEED
         if lead <= 0.0 or moving:
-            return start, plan(start)
+            return plan(start)
         path = plan(MotionState.at_rest(start.position))
         zero = np.zeros((1, len(start.position)))
-        return start, TimedPath(np.concatenate([[lead], path.times + lead]),
-                                np.vstack([start.position[None], path.positions]), np.vstack([zero, path.velocities]),
-                                np.vstack([zero, path.accelerations]))
+        return TimedPath(np.concatenate([[lead], path.times + lead]), np.vstack([start.position[None], path.positions]),
+                         np.vstack([zero, path.velocities]), np.vstack([zero, path.accelerations]))
 
     def _resolve(self, context, msg):
         return self.frames.resolve(msg, context.model, self.joint_states.positions_at,
@@ -440,7 +439,7 @@ class IKSolverNode(Node):
         """Time the move to ``goal`` and send it through the guard; None once sent, else (reason, message)."""
         limits, period = context.guard.limits, self.params['sample_period']
         try:
-            start, path = self._plan_with_lead(start, lambda state: plan_move(state, goal, limits, period))
+            path = self._plan_with_lead(start, lambda state: plan_move(state, goal, limits, period))
         except ValueError as exc:
             return 'limit_violation', f'no move within the limits: {exc}'
         return self._execute_path(context, start, path)
@@ -611,7 +610,8 @@ class IKSolverNode(Node):
         limits, period = context.guard.limits, self.params['sample_period']
         plan = partial(plan_joint_path, waypoints=path.joints[1:], limits=limits, sample_period=period)
         if current:  # the move starts from the state at sending (see _start_state)
-            start, timed = self._plan_with_lead(self._start_state(context), plan)
+            start = self._start_state(context)
+            timed = self._plan_with_lead(start, plan)
         else:
             timed = plan(start)
         response.trajectory = trajectory_message(chain.joint_names, timed)

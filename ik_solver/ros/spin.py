@@ -41,8 +41,9 @@ class ShutdownSignals:
     signal raises ``ShutdownRequested`` in the main thread; otherwise it only
     sets ``event``.  With ``exit_after`` (seconds; a node process) a raised
     request also ends the process with 0 after that long, in case the
-    exception was swallowed and the teardown never comes.  From then on the three signals are ignored (SIG_IGN), so
-    the teardown is never interrupted, not even while the interpreter
+    exception was swallowed and the teardown never comes.  From then on the
+    three signals are ignored (SIG_IGN), so the teardown is never
+    interrupted, not even while the interpreter
     finalizes (it resets Python-level handlers to the default, which would
     kill the process with -2 on a signal forwarded a moment later).  Install
     from the main thread.
