@@ -596,16 +596,11 @@ def _plain_first_attempt(seed, chain, lower, upper, Rt, pt, fp, ip, q_pref, dead
         return False
     _wrap_near(q, seed, lower)
     linf = 0.0
-    same = True
     for i in range(q.shape[0]):
         q_out[i] = q[i]
         linf = max(linf, abs(q[i] - seed[i]))
-        same = same and q[i] == work[W_EVAL, i]
     report[RP_CHOSEN], report[RP_SCORE], report[RP_POLE_SIDE], report[RP_JUMP] = 1.0, linf, 1.0, linf
-    if same:
-        report[RP_POS], report[RP_ROT], report[RP_TASK] = out[OUT_TRUE_POS], out[OUT_TRUE_ROT], out[OUT_TASK]
-    else:   # a continuous joint moved by whole turns
-        _fresh_errors(q_out, chain, Rt, pt, fp, ip, report)
+    _result_errors(q_out, chain, Rt, pt, fp, ip, work, report)
     report[RP_REASON] = R_SUCCESS
     return True
 
@@ -624,16 +619,28 @@ def _conclude(seed, chain, lower, upper, Rt, pt, fp, ip, work, report, q_out):
         q_out[:] = work[W_BEST]
         _wrap_near(q_out, seed, lower)
         reason = _failure_reason(q_out, lower, upper, report)
-    same = report[RP_EVALUATED] > 0.0
     for i in range(q_out.shape[0]):
         q_out[i] = min(upper[i], max(lower[i], q_out[i]))
-        same = same and q_out[i] == work[W_EVAL, i]
+    _result_errors(q_out, chain, Rt, pt, fp, ip, work, report)
+    report[RP_REASON] = reason
+
+
+@njit(cache=True, inline='always')
+def _result_errors(q, chain, Rt, pt, fp, ip, work, report):
+    """Set the report's true and task errors of the returned joints q.
+
+    The search's own evaluation when q is exactly the joints it evaluated last
+    (work[W_EVAL]), else a kinematics pass of its own (e.g. a continuous joint
+    moved by whole turns, or a best failed attempt clamped into the limits).
+    """
+    same = report[RP_EVALUATED] > 0.0
+    for i in range(q.shape[0]):
+        same = same and q[i] == work[W_EVAL, i]
     if same:
         report[RP_POS], report[RP_ROT], report[RP_TASK] = report[RP_EVAL_POS], report[RP_EVAL_ROT], \
             report[RP_EVAL_TASK]
     else:
-        _fresh_errors(q_out, chain, Rt, pt, fp, ip, report)
-    report[RP_REASON] = reason
+        _fresh_errors(q, chain, Rt, pt, fp, ip, report)
 
 
 @njit(cache=True)
