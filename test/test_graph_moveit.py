@@ -39,7 +39,7 @@ def ik_request(**fields):
 
 
 class FakeNode:
-    """The IK node's public interface: model, solve_service_request, parameters, logger, create_service."""
+    """The IK node's public interface: model, solve_service_request, worker, parameters, logger, create_service."""
 
     def __init__(self, chain, reason='success', params=None):
         self.model = SimpleNamespace(chain=chain, name='ik7')
@@ -47,6 +47,7 @@ class FakeNode:
         self.requests = []
         self.params = {'max_request_timeout': 1.0, **(params or {})}
         self.logged = []
+        self.worker = SimpleNamespace(callback_group=None)
 
     def solve_service_request(self, request):
         self.requests.append(request)
@@ -68,7 +69,7 @@ class FakeNode:
     def get_logger(self):
         return SimpleNamespace(info=self.logged.append)
 
-    def create_service(self, service_type, name, callback, callback_group=None):
+    def create_service(self, service_type, name, callback, callback_group):
         self.service_name = name
         return SimpleNamespace(callback=callback)
 

@@ -2,8 +2,8 @@
 
 ``attach(node)`` adds diagnostics, RViz markers and MoveIt's GetPositionIK
 service (where moveit_msgs is importable) to an ``IKSolverNode`` through its
-public interface: outcome listeners, ``solve_service_request``, ``.model`` and
-``.joint_states``.  Nothing here changes what the node decides.
+public interface: outcome listeners, ``solve_service_request`` and ``.worker``,
+``.model`` and ``.joint_states``.  Nothing here changes what the node decides.
 
 Diagnostics of the IK node (``ik_solver: <node>`` on ``/diagnostics``, 1 Hz),
 levels and their thresholds:

@@ -6,11 +6,11 @@ is resolved in the base link at its stamp, solved from the controller's current
 state, timed by Ruckig within the joint limits, checked by the command guard and
 sent.  Every target, request and path ends in exactly one ``~/status``.
 
-Concurrency: targets are taken in their own callback group and kept in a one-slot
-mailbox (newest wins, the dropped ones counted as superseded); solving and
-commanding run in the ``commands`` group; joint states, ``~/compute_fk`` and the
-parameter services have groups of their own, so they answer during a solve.
-Run it with a MultiThreadedExecutor (``main`` does).
+Concurrency: the node spins on a single-threaded executor (``main``); targets are
+kept in a one-slot mailbox (newest wins, the dropped ones counted as superseded),
+and solving and commanding (targets, ``~/solve``, ``~/plan_path``, MoveIt's
+``compute_ik``, world updates) run one at a time on a Worker thread, so joint
+states, ``~/compute_fk`` and the parameter services answer during a solve.
 """
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -20,9 +20,7 @@ import time
 from geometry_msgs.msg import PoseStamped
 from ik_solver_interfaces.srv import ComputeFK, PlanPath, SolveIK
 import numpy as np
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.duration import Duration
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
@@ -40,6 +38,7 @@ from .parameters import BY_NAME, check_all, is_set, load_limits, move_limits, pa
     ParameterSet, solver_options, xacro_args
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
+from .worker import Worker
 from ..core.exceptions import ModelError
 from ..core.methods import METHOD_NAMES
 from ..core.nullspace import manipulability
@@ -109,26 +108,21 @@ class IKSolverNode(Node):
         motion_guard.warm_up()  # and the motion kernels: the first move is sent as fast as the next
         self.collision = None      # the model's CollisionModel (check(q), check_path(Q)), or None
         self._robot = None
-        self._solve_lock = threading.Lock()
         self._pending = None
         self._pending_lock = threading.Lock()
-        groups = {name: MutuallyExclusiveCallbackGroup() for name in ('targets', 'commands', 'state', 'fk')}
         self.params = ParameterSet(self, PARAMETERS, validate=self._validate, on_change=self._on_parameters)
         p = self.params
         self.reporter = OutcomeReporter(self, self._describe)
         self.joint_states = JointStateTracker(self, p['joint_states_topic'], p['joint_states_timeout'],
-                                              groups['state'], p['state_tolerance'])
+                                              tolerance=p['state_tolerance'])
         self.frames = TargetFrames(self)
-        self._state_group = groups['state']
-        self.create_subscription(PoseStamped, '~/target_pose', self._on_target, TARGET_QOS,
-                                 callback_group=groups['targets'])
-        self._wake = self.create_guard_condition(self._take_target, callback_group=groups['commands'])
-        self.create_timer(WAIT_PERIOD, self._take_target, callback_group=groups['commands'])
-        self.create_service(SolveIK, '~/solve', self._on_solve, callback_group=groups['commands'])
-        self.create_service(PlanPath, '~/plan_path', self._on_plan_path, callback_group=groups['commands'])
-        self.create_service(ComputeFK, '~/compute_fk', self._on_compute_fk, callback_group=groups['fk'])
-        self.create_subscription(MarkerArray, '~/collision_objects', self._on_collision_objects, 10,
-                                 callback_group=groups['commands'])
+        self.worker = Worker(self, idle=self._take_target, idle_period=WAIT_PERIOD, name='ik_solver_worker')
+        self.create_subscription(PoseStamped, '~/target_pose', self._on_target, TARGET_QOS)
+        self.create_service(SolveIK, '~/solve', self._on_solve, callback_group=self.worker.callback_group)
+        self.create_service(PlanPath, '~/plan_path', self._on_plan_path, callback_group=self.worker.callback_group)
+        self.create_service(ComputeFK, '~/compute_fk', self._on_compute_fk)
+        self.create_subscription(MarkerArray, '~/collision_objects',
+                                 lambda msg: self.worker.post(self._apply_collision_objects, msg), 10)
         self._name_check = self.create_timer(NAME_CHECK_DELAY, self._check_unique_name)
         try:
             args = xacro_args(p['xacro_args'])
@@ -143,6 +137,7 @@ class IKSolverNode(Node):
     def destroy_node(self):
         if hasattr(self, 'model_source'):  # absent when a signal ended the start-up
             self.model_source.close()
+            self.worker.stop()
         super().destroy_node()
 
     # -- public interface (graph features, servo) -----------------------------------------------
@@ -173,7 +168,7 @@ class IKSolverNode(Node):
         solver.solve(model.chain.fk(mid), mid)  # the first solve of this chain honours its timeout
         controller = ControllerInterface(
             self, model.chain.joint_names, p['trajectory_topic'] or f"{p['controller_name']}/joint_trajectory",
-            p['controller_name'], p['command_interface'], self._on_controller_event, self._state_group)
+            p['controller_name'], p['command_interface'], self._on_controller_event)
         history = CommandHistory()
         guard = self._build_guard(limits, p.values, controller, history, collision)
         self.collision = collision
@@ -228,7 +223,7 @@ class IKSolverNode(Node):
                 variants={})
         return context.variants[avoid]
 
-    def _on_collision_objects(self, msg):
+    def _apply_collision_objects(self, msg):
         """Add, replace or delete world objects from a MarkerArray (any frame tf2 resolves into the base)."""
         context = self._robot
         if context is None or context.world is None:
@@ -302,7 +297,7 @@ class IKSolverNode(Node):
                                          f"(max_target_age {self.params['max_target_age']:g} s)", target_age=age))
             return
         self._post(_Pending(msg, arrival))
-        self._wake.trigger()
+        self.worker.nudge()
 
     def _post(self, pending):
         """Put a target in the mailbox; one already there is superseded (unless it is older than ``pending``)."""
@@ -314,10 +309,11 @@ class IKSolverNode(Node):
             self._pending = pending
 
     def _take_target(self):
+        """Handle the target in the mailbox (the worker's idle job); True if one waits for the model or state."""
         with self._pending_lock:
             pending, self._pending = self._pending, None
         if pending is None:
-            return
+            return False
         try:
             outcome = self._handle_target(pending)
         except Exception as exc:  # a callback must never take the node down
@@ -327,6 +323,7 @@ class IKSolverNode(Node):
             outcome.latency = time.monotonic() - pending.arrival
             outcome.target_age = self._target_age(pending.msg, pending.arrival)
             self.reporter.report(outcome)
+        return outcome is None
 
     def _handle_target(self, pending):
         """Return the Outcome of a target, or None if it waits for the model or a first joint state."""
@@ -426,8 +423,7 @@ class IKSolverNode(Node):
             raise SolveError('outside_workspace', reasons[0])
 
     def _solve(self, context, T, seed, overrides):
-        with self._solve_lock:
-            return context.solver.solve(T, seed, **overrides)
+        return context.solver.solve(T, seed, **overrides)
 
     def _approximation_allowed(self, result):
         p = self.params
@@ -449,8 +445,8 @@ class IKSolverNode(Node):
 
     # -- services ---------------------------------------------------------------------------------
 
-    def _on_solve(self, request, response):
-        return self.solve_service_request(request)
+    async def _on_solve(self, request, response):
+        return await self.worker.run(self.solve_service_request, request)
 
     def solve_service_request(self, request):
         """Answer a SolveIK request (also used by the graph features, e.g. MoveIt's GetPositionIK)."""
@@ -563,7 +559,10 @@ class IKSolverNode(Node):
             overrides['weights_frame'] = 'target'
         return overrides
 
-    def _on_plan_path(self, request, response):
+    async def _on_plan_path(self, request, response):
+        return await self.worker.run(self._answer_plan_path, request, response)
+
+    def _answer_plan_path(self, request, response):
         context = self._robot
         if context is None:
             outcome = Outcome('path', 'no_robot_model', 'no robot model loaded yet')
@@ -601,8 +600,7 @@ class IKSolverNode(Node):
             if not np.isfinite(getattr(request, name)) or getattr(request, name) < 0.0:
                 raise ValueError(f'{name} must be finite and >= 0, got {getattr(request, name)}')
         jump = request.jump_threshold or self.params['max_joint_jump']
-        with self._solve_lock:
-            path = cartesian_path(context.solver, start.position, waypoints, request.max_step or PATH_STEP, jump)
+        path = cartesian_path(context.solver, start.position, waypoints, request.max_step or PATH_STEP, jump)
         response.fraction = float(path.fraction)
         outcome = Outcome('path', path.reason, path.message, target=waypoints[-1])
         if len(path.joints) < 2:
@@ -683,8 +681,7 @@ def _mark_sent(outcome, refusal):
 
 
 def main(args=None):
-    # made by run_node after rclpy.init: a solve, compute_fk and the parameter services run side by side
-    return run_node(IKSolverNode, args, executor=lambda: MultiThreadedExecutor(num_threads=4))
+    return run_node(IKSolverNode, args)  # single-threaded: the solves run on the node's Worker
 
 
 if __name__ == '__main__':

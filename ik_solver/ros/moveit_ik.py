@@ -3,8 +3,9 @@
 Why: MoveIt users and libraries (pymoveit2, MoveIt's own move_group clients)
 call ``compute_ik``; serving the same type lets them use this solver without
 MoveIt.  Each request becomes a ``SolveIK`` request to the node's
-``solve_service_request``, so frames, seeds, bounds and reasons are handled
-once, by the node; the arm never moves (``execute`` is false).
+``solve_service_request``, run on the node's ``worker`` like its own solves,
+so frames, seeds, bounds and reasons are handled once, by the node; the arm
+never moves (``execute`` is false).
 
 How the request maps:
 
@@ -32,7 +33,6 @@ otherwise, so a client that ignores the error code has nothing to execute.
 import math
 
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 
 try:
     from moveit_msgs.srv import GetPositionIK
@@ -161,11 +161,13 @@ class MoveItIKService:
         self._node = node
         self._solve_type = solve_type
         self._reasons = response_reason_names(solve_type.Response)
-        self.service = node.create_service(service_type, name, self.on_request,
-                                           callback_group=MutuallyExclusiveCallbackGroup())
+        self.service = node.create_service(service_type, name, self._serve, callback_group=node.worker.callback_group)
+
+    async def _serve(self, request, response):
+        return await self._node.worker.run(self.on_request, request, response)
 
     def on_request(self, request, response):
-        """Answer one GetPositionIK request (service callback)."""
+        """Answer one GetPositionIK request (on the node's worker: a solve never blocks the executor)."""
         code, message = self.answer(request.ik_request, response.solution)
         set_error(response.error_code, code, message)
         if code != SUCCESS:

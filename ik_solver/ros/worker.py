@@ -1,0 +1,92 @@
+"""One background thread for a node's long jobs, so that a single-threaded executor stays responsive.
+
+Why not rclpy's MultiThreadedExecutor: while a callback waits for a thread of
+its pool, it polls in Python; with joint_states at 200 Hz it kept the idle IK
+node at ~100 % of a core (a SingleThreadedExecutor: ~20 %), and on two cores it
+starved the simulator and the clients.  So the node spins single-threaded and
+its solves, which last up to a request's timeout, run here one at a time, in
+arrival order, while joint states, ``~/compute_fk`` and the parameter services
+are answered by the executor.
+
+A service callback awaits its job (``async def``, ``return await
+worker.run(fn, ...)``).  rclpy resumes a coroutine awaiting a Future only when
+its executor wakes, so this thread wakes the node's executor after each job.
+Such a service belongs to ``callback_group`` (reentrant): in a mutually
+exclusive group, as the node's default one, an awaiting callback would keep the
+group's other callbacks (parameters, joint states) out of the executor until
+its job ends.
+"""
+import queue
+import threading
+
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.task import Future
+
+
+class Worker:
+    """Runs jobs for ``node`` on one thread, in order; see the module docstring.
+
+    ``idle()``, if given, runs after every job and on ``nudge()``; while it
+    returns True (work is waiting for something) it runs again every
+    ``idle_period`` seconds.
+    """
+
+    def __init__(self, node, idle=None, idle_period=0.02, name='worker'):
+        self._node = node
+        self._idle = idle
+        self._idle_period = idle_period
+        self._jobs = queue.SimpleQueue()
+        self._stopped = False
+        self.callback_group = ReentrantCallbackGroup()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def run(self, fn, *args):
+        """Queue ``fn(*args)``; return an rclpy Future of its result that a coroutine can await."""
+        future = Future()
+        self._jobs.put((fn, args, future))
+        return future
+
+    def post(self, fn, *args):
+        """Queue ``fn(*args)`` without waiting for it; an exception is logged."""
+        self._jobs.put((fn, args, None))
+
+    def nudge(self):
+        """Run ``idle()`` soon (something it waits for has arrived)."""
+        self._jobs.put(None)
+
+    def stop(self, timeout=1.0):
+        """Finish the job in progress, drop the others and end the thread (within ``timeout`` seconds)."""
+        self._stopped = True
+        self._jobs.put(None)
+        self._thread.join(timeout)
+
+    def _loop(self):
+        again = False
+        while not self._stopped:
+            try:
+                job = self._jobs.get(timeout=self._idle_period if again else None)
+            except queue.Empty:
+                job = None
+            if self._stopped:
+                return
+            if job is not None:
+                self._execute(*job)
+            if self._idle is not None:
+                again = self._idle()
+
+    def _execute(self, fn, args, future):
+        try:
+            result = fn(*args)
+        except Exception as exc:  # the thread outlives a failed job; the caller learns of it
+            if future is None:
+                self._node.get_logger().error(f'{getattr(fn, "__name__", fn)} failed: {exc!r}')
+                return
+            future.set_exception(exc)
+        else:
+            if future is None:
+                return
+            future.set_result(result)
+        executor = self._node.executor
+        if executor is not None:
+            executor.wake()
