@@ -106,8 +106,6 @@ def _stream_circle(arm):
     return arm.circle
 
 
-@pytest.mark.xfail(strict=False, reason='load-sensitive: on the 2-core CI machine the node fell 0.43 s behind '
-                   'the 100 Hz stream once and the tip left the circle by 1.7 mm more than the chord allowance')
 def test_streamed_path_is_tracked_with_bounded_error(arm):
     """A 100 Hz target stream: the tip follows the circle and ends on its last target.
 
@@ -152,8 +150,6 @@ def test_every_published_trajectory_passes_the_controller_checks(arm, ik7):
     assert 'rejected' not in arm.sim.output()
 
 
-@pytest.mark.xfail(strict=False, reason="known (issue 8): the stream's acceleration transients make the "
-                   'physics overshoot a velocity limit by more than 5 % at times; positions stay within')
 def test_simulated_joints_stay_within_position_and_velocity_limits(arm, ik7):
     """Every joint_states sample is within the position limits and (5 % servo overshoot) the velocity limits."""
     with arm.observer.lock:

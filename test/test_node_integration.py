@@ -283,6 +283,48 @@ def test_a_move_is_planned_from_the_state_after_the_solve_and_holds_at_rest_firs
     np.testing.assert_allclose(first[1], HOME, atol=0.1)  # where the (held) arm is
 
 
+def _stamp(msg):
+    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+
+def _departure(msg):
+    """ROS time [s] at which a trajectory leaves its held start: its stamp plus its first point's time."""
+    first = trajectory_points(msg)[0]
+    np.testing.assert_allclose(first[2], 0.0, atol=1e-12)  # held at rest until then
+    return _stamp(msg) + first[0]
+
+
+def _wait_commands_ended(session):
+    """Sleep until the last trajectory sent so far has played out (the node's replay of it is at rest)."""
+    with session.observer.lock:
+        sent = [m for _, m in session.observer.trajectories]
+    if sent:
+        end = _stamp(sent[-1]) + trajectory_points(sent[-1])[-1][0]
+        time.sleep(max(0.0, end + 0.1 - session.observer.get_clock().now().nanoseconds * 1e-9))
+
+
+def test_a_re_target_during_the_hold_departs_when_the_held_move_would(session, ik7):
+    """Targets streamed faster than the lead time must not each hold the arm again (it would never leave)."""
+    session.hold_joints(ik7.joint_names, HOME)
+    _wait_commands_ended(session)
+    lead = 0.5  # long enough that the second target surely arrives while the first move holds
+    assert session.set_parameter('command_lead_time', lead).successful
+    try:
+        t0 = time.monotonic()
+        session.observer.send_target(ik7.fk(HOME + 0.05))
+        assert poll(lambda: session.trajectories_since(t0), 3.0)
+        time.sleep(0.05)
+        session.observer.send_target(ik7.fk(HOME + 0.1))
+        moves = poll(lambda: session.trajectories_since(t0)[1:], 3.0)
+        assert moves, session.node.output()[-2000:]
+        first, second = session.trajectories_since(t0)[:2]
+        assert trajectory_points(first)[0][0] == pytest.approx(lead, abs=1e-6)
+        assert trajectory_points(second)[0][0] < lead - 0.04  # what is left of the first one's hold
+        assert _departure(second) == pytest.approx(_departure(first), abs=2e-3)
+    finally:
+        assert session.set_parameter('command_lead_time', COMMAND_LEAD_TIME).successful
+
+
 def test_old_targets_expire(session, ik7):
     now = session.observer.get_clock().now().nanoseconds
     old = TimeMsg(sec=int((now - 2_000_000_000) // 1_000_000_000), nanosec=int(now % 1_000_000_000))

@@ -72,16 +72,33 @@ class PlanningError(ValueError):
 
 @dataclass
 class TimedPath:
-    """Samples of a move: times (K,) after the start, positions/velocities/accelerations (K, n)."""
+    """Samples of a move: times (K,) after the start, positions/velocities/accelerations (K, n).
+
+    ``hold``: how long it stays at rest at its start before it departs [s] (see ``held``).
+    """
 
     times: np.ndarray
     positions: np.ndarray
     velocities: np.ndarray
     accelerations: np.ndarray
+    hold: float = 0.0
 
     @property
     def duration(self):
         return float(self.times[-1])
+
+
+def held(path, position, hold):
+    """Return ``path``, planned from rest at ``position``, preceded by ``hold`` seconds at rest there.
+
+    A controller joins a trajectory on arrival and skips what lies before it; a
+    move from rest that holds still for longer than the delivery takes departs
+    without a step.
+    """
+    zero = np.zeros((1, len(position)))
+    start = np.asarray(position)[None]
+    return TimedPath(np.concatenate([[hold], path.times + hold]), np.vstack([start, path.positions]),
+                     np.vstack([zero, path.velocities]), np.vstack([zero, path.accelerations]), hold)
 
 
 def planning_jerk(limits):

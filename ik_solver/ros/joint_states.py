@@ -68,6 +68,13 @@ class CommandHistory:
         sampler = SplineSampler(start.position, start.velocity, trajectory, start.acceleration)
         self._sent = (time.monotonic() if t0 is None else t0, start, path, sampler)
 
+    def departure(self):
+        """Return the monotonic instant the last command leaves its start (after its hold), or None."""
+        if self._sent is None:
+            return None
+        t0, _, path, _ = self._sent
+        return t0 + path.hold
+
     def reference(self, now=None):
         """Return the commanded state now, as the controller interpolates the last trajectory (held after its end)."""
         if self._sent is None:
