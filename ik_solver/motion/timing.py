@@ -101,6 +101,12 @@ def held(path, position, hold):
                      np.vstack([zero, path.velocities]), np.vstack([zero, path.accelerations]), hold)
 
 
+def joined(times, positions, velocities, accelerations, path):
+    """Return the samples (times from the start, ...) of a lead-in followed by ``path``, planned from its end."""
+    return TimedPath(np.concatenate([times, path.times + times[-1]]), np.vstack([positions, path.positions]),
+                     np.vstack([velocities, path.velocities]), np.vstack([accelerations, path.accelerations]))
+
+
 def planning_jerk(limits):
     """Jerk Ruckig plans with: the limit where finite, else acceleration / JERK_RAMP_TIME."""
     return np.where(np.isfinite(limits.jerk), limits.jerk, limits.acceleration / JERK_RAMP_TIME)

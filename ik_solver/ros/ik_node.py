@@ -47,7 +47,7 @@ from ..core.warmup import warm_up
 from ..motion import guard as motion_guard
 from ..motion.cartesian import cartesian_path
 from ..motion.limits import MotionState
-from ..motion.timing import held, plan_joint_path, plan_move
+from ..motion.timing import plan_joint_path, plan_move
 
 #: Streamed targets: best effort, newest only.  A RELIABLE subscription made fast publishers
 #: block and fail ("cannot publish data"); a queue would act on old targets.
@@ -57,8 +57,6 @@ TARGET_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=Re
 WAIT_PERIOD = 0.02
 #: Cartesian step of a path when the request leaves max_step at 0 [m] (MoveIt's usual 1 cm).
 PATH_STEP = 0.01
-#: A start whose joints all move slower than this (rad/s or m/s; accelerations: per s) is at rest.
-REST_SPEED = 1e-3
 #: After start, how long discovery gets before the graph is searched for a node with our name [s].
 NAME_CHECK_DELAY = 3.0
 
@@ -394,27 +392,6 @@ class IKSolverNode(Node):
         return MotionState(np.clip(reference.position, limits.lower, limits.upper), reference.velocity,
                            reference.acceleration, now)
 
-    def _plan_with_lead(self, context, start, plan):
-        """Return ``plan(start)`` (a TimedPath), held at rest for ``command_lead_time`` first.
-
-        The trajectory is stamped with ``start``'s instant and the controller joins it on arrival: what lies
-        before that is skipped, with a step.  A move from rest therefore holds still for the lead time and
-        departs from there, so an arrival within it is seamless.  A re-target during that hold departs when
-        the held move would have: held afresh, each target of a stream faster than the lead time would find
-        the arm at rest and hold it there.  A move from a moving state departs at once (a lead-in that
-        continues the current motion exactly is seamless for the physics alone, but measured worse through
-        the node, so it is not offered); its state is read just before sending, so only the delivery delay
-        is skipped.
-        """
-        lead = self.params['command_lead_time']
-        moving = max(np.abs(start.velocity).max(), np.abs(start.acceleration).max()) > REST_SPEED
-        if lead <= 0.0 or moving:
-            return plan(start)
-        departure = context.history.departure()
-        if departure is not None and departure > start.time:
-            lead = min(lead, departure - start.time)
-        return held(plan(MotionState.at_rest(start.position)), start.position, lead)
-
     def _resolve(self, context, msg):
         return self.frames.resolve(msg, context.model, self.joint_states.positions_at,
                                    self.params['transform_timeout'])
@@ -437,7 +414,8 @@ class IKSolverNode(Node):
         """Time the move to ``goal`` and send it through the guard; None once sent, else (reason, message)."""
         limits, period = context.guard.limits, self.params['sample_period']
         try:
-            path = self._plan_with_lead(context, start, lambda state: plan_move(state, goal, limits, period))
+            start, path = context.history.next_move(start, lambda state: plan_move(state, goal, limits, period),
+                                                    self.params['command_lead_time'])
         except ValueError as exc:
             return 'limit_violation', f'no move within the limits: {exc}'
         return self._execute_path(context, start, path)
@@ -611,7 +589,7 @@ class IKSolverNode(Node):
         plan = partial(plan_joint_path, waypoints=path.joints[1:], limits=limits, sample_period=period)
         if current:  # the move starts from the state at sending (see _start_state)
             start = self._start_state(context)
-            timed = self._plan_with_lead(context, start, plan)
+            start, timed = context.history.next_move(start, plan, self.params['command_lead_time'])
         else:
             timed = plan(start)
         response.trajectory = trajectory_message(chain.joint_names, timed)

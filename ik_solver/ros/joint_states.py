@@ -18,6 +18,7 @@ of the next move where the controller's own reference is not available.
 """
 import bisect
 from collections import deque
+from dataclasses import replace
 import threading
 import time
 
@@ -27,15 +28,20 @@ from sensor_msgs.msg import JointState
 
 from ..motion.jtc import SplineSampler, Trajectory
 from ..motion.limits import MotionState
+from ..motion.timing import held, joined
 
 #: Readings this far outside a position limit are clamped onto it (encoder noise) [rad or m].
 LIMIT_SLACK = 0.01
 #: Joint readings kept to resolve targets stamped in a moving link at their stamp.
 HISTORY = 400
+#: A state is on the last command's replay when it agrees this well (position [rad or m], velocity per s).
+REPLAY_MATCH = 1e-6
+#: A start whose joints all move slower than this (rad/s or m/s; accelerations: per s) is at rest.
+REST_SPEED = 1e-3
 
 
-def received_monotonic(info):
-    """Monotonic time at which the middleware received a message (``MessageInfo``), not when its callback ran.
+def received_ago(info):
+    """Seconds since the middleware received a message (``MessageInfo``; 0 without a reception stamp).
 
     A busy executor runs queued callbacks late; judged by callback time, a dead
     driver's queued readings would look fresh.  The reception stamp is this
@@ -43,10 +49,12 @@ def received_monotonic(info):
     whatever the sender's clock says.
     """
     received = info.get('received_timestamp', 0) if info is not None else 0
-    now = time.monotonic()
-    if not received:
-        return now
-    return now - max(0.0, (time.time_ns() - received) * 1e-9)
+    return max(0.0, (time.time_ns() - received) * 1e-9) if received else 0.0
+
+
+def received_monotonic(info):
+    """Monotonic time at which the middleware received a message, not when its callback ran (``received_ago``)."""
+    return time.monotonic() - received_ago(info)
 
 
 class StateError(Exception):
@@ -58,7 +66,12 @@ class StateError(Exception):
 
 
 class CommandHistory:
-    """The last trajectory sent to the controller, with the instant it started (monotonic clock)."""
+    """The last trajectory sent to the controller, with the instant it started (monotonic clock).
+
+    It decides how the next move takes over (``next_move``): the controller joins a trajectory on arrival
+    and skips what lies before it, with a step, so a move first goes on for a lead time with what the
+    controller is executing, and departs from there.
+    """
 
     def __init__(self):
         self._sent = None   # (t0, start MotionState, TimedPath, SplineSampler)
@@ -67,6 +80,56 @@ class CommandHistory:
         trajectory = Trajectory(path.times, path.positions, path.velocities, path.accelerations)
         sampler = SplineSampler(start.position, start.velocity, trajectory, start.acceleration)
         self._sent = (time.monotonic() if t0 is None else t0, start, path, sampler)
+
+    def next_move(self, start, plan, lead):
+        """Return (start, TimedPath): ``plan(state)``, a move from ``state``, departing ``lead`` s after ``start``.
+
+        - From rest the move holds still first.  A re-target during that hold departs when the held move
+          would have (held afresh, each target of a stream faster than the lead time would keep the arm
+          at rest).
+        - In motion it continues the last command exactly where ``start`` is its replay (``continuation``):
+          the returned start is then the command's last point before ``start``, in the past.  Otherwise
+          (the controller's reference or the measured state differ from the replay) it departs at once.
+        """
+        if lead <= 0.0:
+            return start, plan(start)
+        if max(np.abs(start.velocity).max(), np.abs(start.acceleration).max()) <= REST_SPEED:
+            departure = self.departure()
+            if departure is not None and departure > start.time:
+                lead = min(lead, departure - start.time)
+            return start, held(plan(MotionState.at_rest(start.position)), start.position, lead)
+        lead_in = self.continuation(start, lead)
+        if lead_in is None:
+            return start, plan(start)
+        origin, times, q, v, a = lead_in
+        return origin, joined(times, q, v, a, plan(MotionState(q[-1], v[-1], a[-1])))
+
+    def continuation(self, start, duration):
+        """Return the last command around ``start`` as (origin, times, q, v, a), or None.
+
+        ``origin`` (a MotionState with its monotonic instant) is the command's last point at or before
+        ``start``, or its own start; times count from it, through the command's own points up to the first
+        one at least ``duration`` after ``start`` (or its end).  A trajectory of these points stamped at the
+        origin is exactly what the controller is executing: it joins it at any instant without a step, and
+        a move planned from the last point departs without one.  None unless ``start`` (stamped with its
+        monotonic instant) is the command's replay at that instant.
+        """
+        if self._sent is None:
+            return None
+        t0, first, path, sampler = self._sent
+        at = start.time - t0
+        q, v, _, _ = sampler.evaluate(np.array([at]))
+        if np.abs(q[0] - start.position).max() > REPLAY_MATCH or np.abs(v[0] - start.velocity).max() > REPLAY_MATCH:
+            return None
+        i = int(np.searchsorted(path.times, at, side='right'))  # points at or before start: path.times[:i]
+        last = min(int(np.searchsorted(path.times, at + duration)), len(path.times) - 1)
+        if i > last:
+            return None
+        origin = MotionState(path.positions[i - 1], path.velocities[i - 1], path.accelerations[i - 1],
+                             t0 + path.times[i - 1]) if i else replace(first, time=t0)
+        keep = slice(i, last + 1)
+        return (origin, path.times[keep] - (origin.time - t0), path.positions[keep], path.velocities[keep],
+                path.accelerations[keep])
 
     def departure(self):
         """Return the monotonic instant the last command leaves its start (after its hold), or None."""
