@@ -207,7 +207,10 @@ def test_stamped_reference_older_than_max_age_is_refused():
     for stamp_ns, usable in ((now - 50_000_000, True), (now - 300_000_000, False), (0, True)):
         stamp = Time(sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9)
         state_callback(node)(FakeState(NAMES, AT_REST, Header(stamp=stamp)))
-        assert (interface.reference(max_age=0.2) is not None) == usable, stamp_ns
+        reference = interface.reference(max_age=0.2)
+        assert (reference is not None) == usable, stamp_ns
+        if usable and stamp_ns:  # the monotonic instant it describes: 50 ms ago
+            assert time.monotonic() - reference.time == pytest.approx(0.05, abs=0.01)
     assert len(node.logger.warnings) == 1 and 'stamped 0.300 s before now' in node.logger.warnings[0]
 
 

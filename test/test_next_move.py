@@ -61,6 +61,17 @@ def test_a_start_off_the_replay_departs_at_once():
     assert origin is measured and history.continuation(measured, 0.05) is None
 
 
+def test_a_controller_reference_follows_the_replay_unless_it_drifted():
+    """A controller's reference stamped in the past stands for our replay now only if it is that replay."""
+    history, start = _moving_history()
+    earlier = history.reference(0.28)
+    assert history.follows(MotionState(earlier.position, earlier.velocity, earlier.acceleration, 0.28))
+    assert not history.follows(MotionState(earlier.position, earlier.velocity, earlier.acceleration, 0.3))
+    scaled = history.reference(0.28 * 0.9)  # a speed-scaled controller is behind our replay
+    assert not history.follows(MotionState(scaled.position, scaled.velocity, scaled.acceleration, 0.28))
+    assert not CommandHistory().follows(start)
+
+
 def test_a_move_from_rest_holds_and_a_re_target_keeps_the_departure():
     history = CommandHistory()
     rest = _at_rest(np.zeros(3), 1.0)

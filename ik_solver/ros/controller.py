@@ -99,19 +99,22 @@ class ControllerInterface:
 
         Fresh means received within ``max_age`` s and, when the header stamp is set (non-zero), stamped at most
         ``max_age`` s before the node's clock (sim time too): a delayed or replayed state is not where the
-        controller is now.
+        controller is now.  Its ``time`` is the monotonic instant it describes (its stamp, else its arrival).
         """
         with self._lock:
             latest = self._latest
-        if latest is None or time.monotonic() - latest[0] > max_age:
+        now = time.monotonic()
+        if latest is None or now - latest[0] > max_age:
             return None
-        _, stamp, state = latest
+        received, stamp, state = latest
+        at = received
         if stamp > 0.0:
             age = self._node.get_clock().now().nanoseconds * 1e-9 - stamp
             if age > max_age:
                 self._warn_once(f'reference stamped {age:.3f} s before now (more than {max_age} s)')
                 return None
-        return MotionState(state.position.copy(), state.velocity.copy(), state.acceleration.copy())
+            at = now - max(0.0, age)
+        return MotionState(state.position.copy(), state.velocity.copy(), state.acceleration.copy(), at)
 
     def _on_state(self, msg):
         state, problem = reference_state(msg, self._names)

@@ -376,21 +376,26 @@ class IKSolverNode(Node):
         """Return the state a move starts from (MotionState), or raise StateError.
 
         The controller's reference, else a replay of our last command, else the
-        measured state; when the reference and the measurement disagree, the measurement wins.
-        The state is stamped with the instant it was read, and so is the trajectory planned from it.  A move
-        is planned from a state read just before it is sent: the controller joins a trajectory at its
-        arrival, and the part before that (a solve's duration, if the state were read before solving) is
-        skipped with a step in position, velocity and acceleration.
+        measured state; when the reference and the measurement disagree, the measurement wins.  A
+        controller's reference that follows our last command stands for that replay, read now (exact, and
+        a moving start can then continue the command, see ``CommandHistory.next_move``).
+        The state carries the instant it describes (the controller's reference: its stamp; a replay or a
+        measurement: now), and so does the trajectory planned from it.  A move is planned from a state read
+        just before it is sent: the controller joins a trajectory at its arrival, and the part before that
+        (a solve's duration, if the state were read before solving) is skipped with a step in position,
+        velocity and acceleration; a moving reference stamped 10 ms ago but taken for now would be a step.
         """
         now = time.monotonic()
         limits = context.limits.limits
         measured = self.joint_states.state(context.model.chain.joint_names, limits.lower, limits.upper,
                                            velocity=limits.velocity, history=context.history)
-        reference = context.controller.reference() or context.history.reference(now)
+        reference = context.controller.reference()
+        if reference is None or context.history.follows(reference):
+            replay = context.history.reference(now)
+            reference = None if replay is None else replace(replay, time=now)
         if reference is None or np.abs(reference.position - measured.position).max() > self.joint_states.tolerance:
             return replace(measured, time=now)
-        return MotionState(np.clip(reference.position, limits.lower, limits.upper), reference.velocity,
-                           reference.acceleration, now)
+        return replace(reference, position=np.clip(reference.position, limits.lower, limits.upper))
 
     def _resolve(self, context, msg):
         return self.frames.resolve(msg, context.model, self.joint_states.positions_at,

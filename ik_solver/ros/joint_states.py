@@ -36,6 +36,9 @@ LIMIT_SLACK = 0.01
 HISTORY = 400
 #: A state is on the last command's replay when it agrees this well (position [rad or m], velocity per s).
 REPLAY_MATCH = 1e-6
+#: A controller executes our last command when its reference agrees with the replay this well (position
+#: [rad or m], velocity per s): far below what a speed-scaled or preempted trajectory drifts in one cycle.
+FOLLOW_TOLERANCE = 1e-3
 #: A start whose joints all move slower than this (rad/s or m/s; accelerations: per s) is at rest.
 REST_SPEED = 1e-3
 
@@ -130,6 +133,14 @@ class CommandHistory:
         keep = slice(i, last + 1)
         return (origin, path.times[keep] - (origin.time - t0), path.positions[keep], path.velocities[keep],
                 path.accelerations[keep])
+
+    def follows(self, reference):
+        """Tell whether a controller's ``reference`` (MotionState at its monotonic ``time``) is our replay."""
+        if self._sent is None or reference.time is None:
+            return False
+        replay = self.reference(reference.time)
+        return (np.abs(replay.position - reference.position).max() <= FOLLOW_TOLERANCE
+                and np.abs(replay.velocity - reference.velocity).max() <= FOLLOW_TOLERANCE)
 
     def departure(self):
         """Return the monotonic instant the last command leaves its start (after its hold), or None."""

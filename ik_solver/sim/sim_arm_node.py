@@ -273,8 +273,11 @@ class SimArmNode(Node):
             self.tip_pub.publish(tip)
             self.accel_pub.publish(Float64MultiArray(data=self.sim.acceleration.tolist()))
         if self.controller_state_pub is not None:
+            # The controller sampled its reference at the start of the physics step just taken: stamped one
+            # step late, a reference moving at 0.4 rad/s would be 0.4 mrad off where a client replays it.
+            updated = Time(seconds=self._epoch + self.sim.time - self.sim.timestep).to_msg()
             msg = JointTrajectoryControllerState()
-            fill_controller_state(msg, stamp, self.joint_names, self.controller.reference, q, v)
+            fill_controller_state(msg, updated, self.joint_names, self.controller.reference, q, v)
             self.controller_state_pub.publish(msg)
         if self.contact_pub is not None:
             self._publish_contacts()
