@@ -156,10 +156,6 @@ class Session:
     def trajectories_since(self, t):
         return [m for _, m in self.observer.trajectories_since(t)]
 
-    def wait_executed(self, sent, status, timeout=15.0):
-        """See ArmObserver.wait_executed."""
-        return self.observer.wait_executed(sent, status, timeout)
-
     def statuses_since(self, t):
         with self.observer.lock:
             return [m for (s, m) in self.observer.statuses if s >= t]

@@ -1,4 +1,4 @@
-"""The demo re-sends a target the node answered ``expired``, and only that one.
+"""The demo (``observer.send_answered``) re-sends a target the node answered ``expired`` or not at all, only those.
 
 An overloaded machine can deliver a target after ``max_target_age``; the node rightly refuses it without moving.
 The demo is a client and sends it again with a fresh stamp, but never re-sends a target refused for any other
@@ -11,7 +11,7 @@ import pytest
 
 
 class ScriptedObserver:
-    """Answers each sent target with the next scripted status reason."""
+    """Answers each sent target with the next scripted status reason (None, or none left: no answer)."""
 
     def __init__(self, reasons):
         self.reasons = list(reasons)
@@ -21,8 +21,10 @@ class ScriptedObserver:
         self.sent += 1
         return float(self.sent)
 
-    def wait_status(self, since):
-        reason = self.reasons.pop(0)
+    def wait_status(self, since, timeout):
+        reason = self.reasons.pop(0) if self.reasons else None
+        if reason is None:
+            return None
         return SimpleNamespace(reason=reason, message=f'scripted {reason}', success=reason == 'success')
 
 
@@ -54,8 +56,15 @@ def test_gives_up_after_the_attempts():
     assert demo.observer.sent == 3
 
 
-def test_a_silent_node_is_an_error():
+def test_a_silent_node_is_asked_again_then_an_error():
     demo = demo_with([])
-    demo.observer.wait_status = lambda since: None
     with pytest.raises(RuntimeError, match='did not answer'):
         demo.send_and_wait('reach', target=None)
+    assert demo.observer.sent == 3
+
+
+def test_a_lost_target_is_sent_again(capsys):
+    demo = demo_with([None, 'success'])
+    _, status = demo.send_and_wait('reach', target=None)
+    assert status.reason == 'success' and demo.observer.sent == 2
+    assert 'no answer; sending it again' in capsys.readouterr().out

@@ -91,8 +91,8 @@ def test_random_targets_above_the_table_are_reached_or_refused_without_any_conta
         sent = arm.observer.send_target(target)
         status = arm.observer.wait_status(sent, timeout=30.0)
         assert status is not None, arm.node.output()[-2000:]
-        assert arm.wait_executed(sent, status, timeout=30.0), ('the arm did not settle', arm.observer.latest_joints(),
-                                                               arm.sim.output()[-1500:])
+        assert arm.observer.wait_executed(sent, status, timeout=30.0), (
+            'the arm did not settle', arm.observer.latest_joints(), arm.sim.output()[-1500:])
         error = np.linalg.norm(arm.observer.latest_tip()[:3, 3] - target[:3, 3])
         outcomes.append((status.reason, error, status.message))
         if status.success:

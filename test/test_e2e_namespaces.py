@@ -37,7 +37,7 @@ def _move(session, T):
     sent = session.observer.send_target(T)
     status = session.observer.wait_status(sent, timeout=5.0)
     assert status is not None and status.success, (status and (status.reason, status.message))
-    assert session.wait_executed(sent, status)
+    assert session.observer.wait_executed(sent, status)
 
 
 @pytest.mark.parametrize('mover', ['left', 'right'])

@@ -7,6 +7,7 @@ from ik_solver.core.transforms import make_pose, pose_error  # noqa: E402
 from ik_solver.motion import jtc  # noqa: E402
 from ik_solver.motion.limits import load_joint_limits  # noqa: E402
 from ik_solver.tools.demo import circle, DOWN  # noqa: E402
+from ik_solver.tools.observer import send_answered  # noqa: E402
 import numpy as np
 import pytest
 from ros_fixtures import node_session, trajectory_points  # noqa: I100
@@ -39,13 +40,9 @@ def arm(ik7):
 
 
 def _reach(arm, T):
-    for _ in range(3):  # a best-effort target can be lost while discovery completes: send it again
-        sent = arm.observer.send_target(T)
-        status = arm.observer.wait_status(sent, timeout=5.0)
-        if status is not None:
-            break
+    sent, status = send_answered(arm.observer, T, timeout=5.0)  # lost while discovery completes, or too late
     assert status is not None, arm.node.output()[-2000:]
-    arm.wait_executed(sent, status)
+    arm.observer.wait_executed(sent, status)
     return status
 
 

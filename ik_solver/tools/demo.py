@@ -17,7 +17,7 @@ import rclpy
 from rclpy.signals import SignalHandlerOptions
 
 from .launcher import node_args, NodeProcess
-from .observer import ArmObserver
+from .observer import ArmObserver, send_answered
 from .resources import arm_files, private_ros_domain
 from ..core.chain import load_chain
 from ..core.transforms import make_pose, pose_error
@@ -99,20 +99,19 @@ class Demo:
                   f'solve {status.solve_time * 1e3:6.2f} ms  ({status.reason})', flush=True)
 
     def send_and_wait(self, name, target, attempts=3):
-        """Send ``target`` and return (send time, status).
+        """Send ``target`` and return (send time, status); a target lost or expired is sent again (``send_answered``).
 
-        A target the node answers ``expired`` reached it too late (an overloaded machine delays delivery past
-        ``max_target_age``); the node was right not to move, and an operator would send it again with a fresh
-        stamp, so the demo does that, says so, and gives up after ``attempts``.
+        An overloaded machine can deliver a target after ``max_target_age``; the node is right not to move, and an
+        operator would send it again with a fresh stamp, so the demo does that, says so, and gives up after
+        ``attempts``.
         """
-        for _ in range(attempts):
-            sent = self.observer.send_target(target)
-            status = self.observer.wait_status(sent)
-            if status is None:
-                raise RuntimeError('ik_solver_node did not answer a target')
-            if status.reason != 'expired':
-                break
-            print(f'  {name:<28} expired on arrival ({status.message}); sending it again', flush=True)
+        def say(status):
+            why = 'no answer' if status is None else f'expired on arrival ({status.message})'
+            print(f'  {name:<28} {why}; sending it again', flush=True)
+
+        sent, status = send_answered(self.observer, target, attempts, on_retry=say)
+        if status is None:
+            raise RuntimeError('ik_solver_node did not answer a target')
         return sent, status
 
     def run_path(self, rate=100.0, period=4.0, loops=1):

@@ -143,7 +143,7 @@ class ArmObserver(Node):
             time.sleep(0.01)
         return False
 
-    def wait_executed(self, sent, status, timeout=10.0):
+    def wait_executed(self, sent, status, timeout=15.0):
         """After ``status`` of a target sent at ``sent``: wait for its trajectory's end, then for the arm to settle.
 
         Settling is judged from the trajectory's end, however late it arrived under load: a move that has not
@@ -171,6 +171,25 @@ class ArmObserver(Node):
         while not future.done() and time.monotonic() < deadline:
             time.sleep(0.0005)
         return future.result() if future.done() else None
+
+
+def send_answered(observer, target, attempts=3, timeout=2.0, on_retry=None):
+    """Send ``target`` until the node answers other than ``expired``, at most ``attempts`` times: (sent, status).
+
+    A best-effort target can be lost while discovery completes (no answer), and one delivered after
+    ``max_target_age`` is rightly answered ``expired`` without a move: a client sends it again, with a fresh
+    stamp.  ``on_retry(status)`` is told before each new attempt (None: no answer); the returned status is
+    None when the last attempt got no answer either.
+    """
+    sent = status = None
+    for attempt in range(attempts):
+        if attempt and on_retry is not None:
+            on_retry(status)
+        sent = observer.send_target(target)
+        status = observer.wait_status(sent, timeout)
+        if status is not None and status.reason != 'expired':
+            break
+    return sent, status
 
 
 def _duration(msg):
