@@ -87,12 +87,13 @@ def test_a_move_from_rest_holds_and_a_re_target_keeps_the_departure():
 def _stream(lead, delays, rng, period=0.01, count=60):
     """Re-target a moving arm every ``period`` s, deliver each trajectory ``delays`` s late.
 
-    Return the controller's reports and how many moves continued a moving command.
+    Return the controller's reports, how many moves continued the command under way, and how many held
+    the arm at rest for a whole lead time.
     """
     history = CommandHistory()
     controller = TrajectoryController(np.zeros(3), LimitMonitor(LIMITS, 0.01))
     goals = [np.array([np.sin(k / 9), np.cos(k / 7) - 1, 0.02 * k]) for k in range(count)]
-    deliveries, reports, continued = [], [], 0
+    deliveries, reports, continued, holds = [], [], 0, 0
     for step in range(int((count * period + 1.5) / TICK)):
         now = step * TICK
         k = int(round(now / period))
@@ -103,6 +104,7 @@ def _stream(lead, delays, rng, period=0.01, count=60):
             origin, path = history.next_move(start, lambda state: plan_move(state, goals[k], LIMITS, 0.05), lead)
             assert check_trajectory(origin, path, LIMITS) == []
             continued += origin.time < now
+            holds += lead > 0.0 and path.hold == pytest.approx(lead)
             history.sent(origin, path, origin.time)
             trajectory = jtc.Trajectory(path.times, path.positions, path.velocities, path.accelerations)
             deliveries.append((now + rng.uniform(*delays), trajectory, origin.time))
@@ -110,15 +112,17 @@ def _stream(lead, delays, rng, period=0.01, count=60):
             arrival, trajectory, stamp = deliveries.pop(0)
             controller.load(trajectory, stamp, f'#{len(reports)}', arrival)
         reports += controller.update(now, TICK)[3]
-    return reports, continued
+    return reports, continued, holds
 
 
-def test_a_fast_stream_is_executed_without_steps_when_deliveries_come_within_the_lead_time(rng):
-    reports, continued = _stream(0.05, (0.0005, 0.03), rng)
-    assert reports == [] and continued > 40  # of 60 moves, the first from rest
+@pytest.mark.parametrize('lead', [0.05, 0.15])
+def test_a_fast_stream_is_executed_without_steps_when_deliveries_come_within_the_lead_time(rng, lead):
+    """A target that lands as the held first move departs (still at about zero speed) must not hold it again."""
+    reports, continued, holds = _stream(lead, (0.0005, min(lead, 0.03)), rng)
+    assert reports == [] and holds == 1 and continued > 40  # of 60 moves, the first from rest
 
 
 def test_without_a_lead_time_the_same_stream_steps(rng):
     """The check above can fail: departing at once, every late join is a step in velocity and acceleration."""
-    reports, _ = _stream(0.0, (0.0005, 0.03), rng)
+    reports, _, _ = _stream(0.0, (0.0005, 0.03), rng)
     assert any(v.quantity == 'acceleration' for report in reports for v in report.violations)

@@ -87,16 +87,20 @@ class CommandHistory:
     def next_move(self, start, plan, lead):
         """Return (start, TimedPath): ``plan(state)``, a move from ``state``, departing ``lead`` s after ``start``.
 
-        - From rest the move holds still first.  A re-target during that hold departs when the held move
-          would have (held afresh, each target of a stream faster than the lead time would keep the arm
-          at rest).
-        - In motion it continues the last command exactly where ``start`` is its replay (``continuation``):
-          the returned start is then the command's last point before ``start``, in the past.  Otherwise
-          (the controller's reference or the measured state differ from the replay) it departs at once.
+        - While the last command is under way (departed, not ended: its velocity may still be about zero),
+          or the arm moves, the move continues that command exactly where ``start`` is its replay
+          (``continuation``): the returned start is then the command's last point before ``start``, in the
+          past.  A command that ends within the lead time is held at its end for the rest of it.  Where
+          ``start`` is not the replay (the controller's reference or the measured state differ from it),
+          the move departs at once.
+        - Otherwise (at rest) it holds still first.  A re-target during that hold departs when the held
+          move would have (held afresh, each target of a stream faster than the lead time would keep the
+          arm at rest).
         """
         if lead <= 0.0:
             return start, plan(start)
-        if max(np.abs(start.velocity).max(), np.abs(start.acceleration).max()) <= REST_SPEED:
+        at_rest = max(np.abs(start.velocity).max(), np.abs(start.acceleration).max()) <= REST_SPEED
+        if at_rest and not self._under_way(start.time):
             departure = self.departure()
             if departure is not None and departure > start.time:
                 lead = min(lead, departure - start.time)
@@ -105,7 +109,17 @@ class CommandHistory:
         if lead_in is None:
             return start, plan(start)
         origin, times, q, v, a = lead_in
+        rest = lead - (times[-1] - (start.time - origin.time))  # the command ended that long before the lead time
+        if rest > 0.0:
+            return origin, joined(times, q, v, a, held(plan(MotionState.at_rest(q[-1])), q[-1], rest))
         return origin, joined(times, q, v, a, plan(MotionState(q[-1], v[-1], a[-1])))
+
+    def _under_way(self, at):
+        """Tell whether the last command has departed and not yet ended at monotonic time ``at``."""
+        if self._sent is None:
+            return False
+        t0, _, path, _ = self._sent
+        return t0 + path.hold <= at < t0 + path.duration
 
     def continuation(self, start, duration):
         """Return the last command around ``start`` as (origin, times, q, v, a), or None.
