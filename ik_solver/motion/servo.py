@@ -17,6 +17,7 @@ and publishes what ``step`` returns; the tests drive this class directly.
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from numba import njit
 import numpy as np
 
 from .limits import MotionState
@@ -176,7 +177,9 @@ class Servo:
         """Compile the numba kernels of a Cartesian cycle now, so the first command is on time."""
         state, self.state = self.state, MotionState.at_rest(self.chain.mid_configuration())
         try:
-            self._cartesian(np.full(6, 1e-3), np.eye(3))
+            wanted = self._cartesian(np.full(6, 1e-3), np.eye(3))
+            self._brake_at_margins(wanted)
+            self._filter(self.state, wanted.velocity)
         finally:
             self.state = state
 
@@ -404,14 +407,9 @@ class Servo:
         a whole (it keeps its direction and stops when one joint is bound).
         """
         s = self.settings
-        q, v = self.state.position, wanted.velocity
-        room = np.where(v > 0, (self.limits.upper - s.joint_limit_margin) - q,
-                        q - (self.limits.lower + s.joint_limit_margin))
-        room = np.where(np.isfinite(room), np.maximum(room, 0.0), np.inf)
-        brake = 0.5 * self.limits.acceleration
-        ramp = brake / self._jerk + s.publish_period   # time to build up the braking deceleration
-        cap = np.minimum(brake * (np.sqrt(0.25 * ramp * ramp + 2.0 * room / brake) - 0.5 * ramp),
-                         room / s.publish_period)
+        v = wanted.velocity
+        cap = _margin_caps(self.state.position, v, self.limits.lower, self.limits.upper, s.joint_limit_margin,
+                           self.limits.acceleration, self._jerk, s.publish_period)
         speed = np.abs(v)
         bound = speed > cap
         if not np.any(bound):
@@ -435,24 +433,47 @@ class Servo:
         their proportions; its change is then limited by the jerk, again as one
         vector.  So the velocity settles on the target without overshoot.
         """
-        dt = self.settings.publish_period
-        A, Jk = self.limits.acceleration, self._jerk
-        dv = v_target - state.velocity
-        a_want = dv / dt
-        x = np.abs(dv) / (Jk * dt * dt)
+        q, v, a = _filter_step(state.position, state.velocity, state.acceleration, np.asarray(v_target, float),
+                               self.settings.publish_period, self.limits.acceleration, self._jerk)
+        return MotionState(q, v, a)
+
+
+@njit(cache=True, error_model='numpy')
+def _margin_caps(q, v, lower, upper, margin, acceleration, jerk, period):
+    """Per joint, the largest speed toward its limit from which it stops at ``margin`` (Servo._brake_at_margins)."""
+    cap = np.empty(q.shape[0])
+    for i in range(q.shape[0]):
+        room = (upper[i] - margin) - q[i] if v[i] > 0 else q[i] - (lower[i] + margin)
+        room = max(room, 0.0) if np.isfinite(room) else np.inf
+        brake = 0.5 * acceleration[i]
+        ramp = brake / jerk[i] + period   # time to build up the braking deceleration
+        cap[i] = min(brake * (np.sqrt(0.25 * ramp * ramp + 2.0 * room / brake) - 0.5 * ramp), room / period)
+    return cap
+
+
+@njit(cache=True, error_model='numpy')
+def _filter_step(q, v, a, v_target, dt, acceleration, jerk):
+    """(positions, velocities, accelerations) after one step of Servo._filter (one kernel: it runs every cycle)."""
+    n = q.shape[0]
+    a_want = (v_target - v) / dt
+    scale = 1.0   # largest s in [0, 1] with s |a_want| within the per-joint caps
+    for i in range(n):
+        x = abs(v_target[i] - v[i]) / (jerk[i] * dt * dt)
         steps = 4.0 * x / (np.sqrt(1.0 + 8.0 * x) + 1.0)  # (sqrt(1 + 8x) - 1) / 2 without cancellation
-        a_want = a_want * _largest_fraction(np.abs(a_want), np.minimum(A, steps * Jk * dt))
-        da = a_want - state.acceleration
-        a_new = state.acceleration + da * _largest_fraction(np.abs(da), Jk * dt)
-        v_new = state.velocity + a_new * dt
-        return MotionState(state.position + v_new * dt, v_new, a_new)
+        scale = _fraction(abs(a_want[i]), min(acceleration[i], steps * jerk[i] * dt), scale)
+    da = a_want * scale - a
+    ramp = 1.0    # the same for the change of acceleration, within the jerk limit
+    for i in range(n):
+        ramp = _fraction(abs(da[i]), jerk[i] * dt, ramp)
+    a_new = a + da * ramp
+    v_new = v + a_new * dt
+    return q + v_new * dt, v_new, a_new
 
 
-def _largest_fraction(size, cap):
-    """Largest s in [0, 1] with s * size <= cap for every element."""
-    with np.errstate(all='ignore'):
-        ratio = np.where(size > cap, cap / size, 1.0)
-    return float(np.min(ratio)) if ratio.size else 1.0
+@njit(cache=True, error_model='numpy')
+def _fraction(size, cap, fraction):
+    """Return the smaller of ``fraction`` and the largest s with s * size <= cap (size above cap only)."""
+    return min(fraction, cap / size) if size > cap else fraction
 
 
 def _moved(measured, commanded):

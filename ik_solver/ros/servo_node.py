@@ -15,8 +15,14 @@ thread with monotonic deadlines, or a timer in its own callback group) runs one
 servo cycle per ``publish_period`` and publishes a Float64MultiArray (positions
 or velocities, chain order) or a one-point JointTrajectory on
 ``command_out_topic``, with its state on ``~/status`` and ``/diagnostics``.
+
+The loop thread computes each cycle ``PUBLISH_LEAD`` before its tick and
+publishes the command on the tick: the cycle's own time (waking from sleep,
+waiting for the interpreter lock while the executor thread runs a callback,
+the computation) then shifts when a command is computed, not when it is sent.
 """
 from array import array
+import os
 import threading
 import time
 
@@ -62,6 +68,10 @@ TRAJECTORY_LEAD = 2.0
 MAX_LAG = 0.05
 #: Status messages are published when the code changes, else at this period [s] (not every cycle at 500 Hz).
 STATUS_PERIOD = 0.02
+#: The loop thread wakes this long [s] (at most LEAD_FRACTION of the period) before a tick, computes the
+#: cycle and waits for the tick to publish its command.
+PUBLISH_LEAD = 0.0005
+LEAD_FRACTION = 0.3
 
 
 class ServoNode(Node):
@@ -79,6 +89,7 @@ class ServoNode(Node):
         self._last_status = (None, 0.0)
         self._last_output = None
         self._cycle_times = []
+        self._command_msg = Float64MultiArray()   # reused: one message built per cycle costs more than the data
         self.params = ParameterSet(self, SERVO_PARAMETERS, validate=self._validate, on_change=self._on_parameters)
         p = self.params
         self.joint_states = JointStateTracker(self, p['joint_states_topic'], p['joint_states_timeout'],
@@ -98,7 +109,8 @@ class ServoNode(Node):
         if p['loop'] == 'timer':
             self._loop = self.create_timer(period, self._cycle, callback_group=MutuallyExclusiveCallbackGroup())
         else:
-            self._loop = threading.Thread(target=self._run, args=(period,), name='servo_loop', daemon=True)
+            self._loop = threading.Thread(target=self._run, args=(period, p['thread_priority']), name='servo_loop',
+                                          daemon=True)
             self._loop.start()
 
     # -- set-up -----------------------------------------------------------------------------------
@@ -226,40 +238,61 @@ class ServoNode(Node):
 
     # -- the loop ---------------------------------------------------------------------------------
 
-    def _run(self, period):
-        """Run one cycle per period on monotonic deadlines.
+    def _run(self, period, priority=0):
+        """Run one cycle per period on monotonic ticks, each computed ``PUBLISH_LEAD`` ahead and sent on its tick.
 
-        Cycles delayed (by the OS) up to MAX_LAG are caught up, so the commanded
-        motion keeps its timing; beyond that the schedule restarts from now.  A
-        cycle run out of turn by a command to an idle servo restarts the schedule
-        from its time (its tick is due within one period of it, so it is seen in time).
+        With a ``priority`` the thread first asks for SCHED_FIFO at it.  Cycles
+        delayed (by the OS) up to MAX_LAG are caught up, so the commanded motion
+        keeps its timing; beyond that the schedule restarts from now.  A cycle run
+        out of turn by a command to an idle servo restarts the schedule from its
+        time (its tick is due within one period of it, so it is seen in time).
         """
-        deadline = time.monotonic()
+        if priority:
+            self._real_time(priority)
+        lead = min(PUBLISH_LEAD, LEAD_FRACTION * period)
+        tick = time.monotonic()
         while self._running:
-            restart = self._cycle()
-            deadline = deadline + period if restart is None else restart + period
-            delay = deadline - time.monotonic()
+            restart = self._cycle(tick)
+            tick = tick + period if restart is None else restart + period
+            delay = tick - lead - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
             elif delay < -MAX_LAG:
-                deadline = time.monotonic()
+                tick = time.monotonic()
 
-    def _cycle(self):
-        """Run the loop's cycle, unless a command ran one since the last tick: return that one's time, or None."""
+    def _real_time(self, priority):
+        """Run the calling thread under SCHED_FIFO at ``priority``; a refusal is a warning (normal scheduling)."""
+        try:
+            os.sched_setscheduler(threading.get_native_id(), os.SCHED_FIFO, os.sched_param(priority))
+        except (AttributeError, OSError) as exc:   # no such call on this OS, or not permitted
+            self.get_logger().warning(f'loop thread keeps normal scheduling: SCHED_FIFO priority {priority} '
+                                      f'refused ({exc}); set thread_priority 0 to silence this')
+            return
+        self.get_logger().info(f'loop thread runs under SCHED_FIFO, priority {priority}')
+
+    def _cycle(self, tick=None):
+        """Run the loop's cycle, unless a command ran one since the last tick: return that one's time, or None.
+
+        ``tick``: the cycle's time, its command published no earlier (None: now, a timer's cycle).
+        """
         with self._lock:
             restart, self._restart = self._restart, None
             if restart is None:
-                self._step(time.monotonic())
+                now = time.monotonic()
+                self._step(now if tick is None else max(now, tick), tick)
         return restart
 
-    def _step(self, now):
-        """Run one servo cycle at ``now`` and publish its command and status (called with ``_lock`` held)."""
+    def _step(self, now, publish_at=None):
+        """Run one servo cycle at ``now`` and publish its command and status (called with ``_lock`` held).
+
+        The command is published no earlier than monotonic ``publish_at`` (None: at once).
+        """
         try:
-            self._servo_cycle(now)
+            self._servo_cycle(now, publish_at)
         except Exception as exc:  # the loop must never die from one cycle
             self.get_logger().error(f'servo cycle failed: {exc!r}', throttle_duration_sec=1.0)
 
-    def _servo_cycle(self, now):
+    def _servo_cycle(self, now, publish_at):
         self._cycle_times.append(now)
         del self._cycle_times[:-1000]
         servo, guard, model = self._servo, self._guard, self._model
@@ -277,6 +310,7 @@ class ServoNode(Node):
                                     throttle_duration_sec=1.0)
             return self._publish_status(Status.INVALID, '; '.join(reasons), output.condition_number, 0.0, now)
         if output.publish:
+            _wait_until(publish_at)
             self._publish_command(model.chain.joint_names, output.state)
         self._last_output = output
         self._publish_status(output.status, output.message, output.condition_number, output.velocity_scale, now)
@@ -291,7 +325,8 @@ class ServoNode(Node):
     def _publish_command(self, names, state):
         values = state.velocity if self.params['command_out_kind'] == 'velocity' else state.position
         if self.params['command_out_type'] == FLOAT64_MULTI_ARRAY:
-            self._publisher.publish(Float64MultiArray(data=array('d', values)))
+            self._command_msg.data = array('d', values)
+            self._publisher.publish(self._command_msg)
             return
         point = JointTrajectoryPoint(positions=array('d', state.position),
                                      time_from_start=to_duration(TRAJECTORY_LEAD * self.params['publish_period']))
@@ -330,6 +365,18 @@ class ServoNode(Node):
         if hasattr(self, 'model_source'):
             self.model_source.close()
         return super().destroy_node()
+
+
+def _wait_until(t):
+    """Return at monotonic ``t`` (at once if None or past), busy: a sleep would give the interpreter lock away.
+
+    Called with at most ``PUBLISH_LEAD`` to go; sleeping, the loop thread would
+    have to win the lock back from the executor thread at the tick.
+    """
+    if t is None:
+        return
+    while time.monotonic() < t:
+        pass
 
 
 def _jog_problem(names, velocities, joints):

@@ -12,13 +12,15 @@ the servo as a teleop would and measures, at the receiver:
   that follows it (a streaming servo takes a command at its next tick); each
   to the command's publication (DDS source stamp) and its reception (DDS
   reception stamp), so this process's own executor adds nothing;
-- the servo process's CPU use;
+- the servo process's CPU use, and which of its threads run under a real-time
+  policy (the loop thread asks for SCHED_FIFO at ``thread_priority``, as MoveIt Servo's does);
 - the largest commanded joint velocity, acceleration and jerk (differences of
   the position stream at its nominal period) as fractions of the servo's limits.
 
     python -m ik_solver.tools.bench_servo [--seconds 60] [--rates 100 500]
 """
 import argparse
+import os
 import sys
 import tempfile
 import threading
@@ -60,6 +62,22 @@ class StampedCommands:
 
     def since(self, t):
         return [s for s in list(self.samples) if s[1] >= t]
+
+
+def real_time_threads(pid):
+    """'SCHED_FIFO priority p' (or RR) for each thread of process ``pid`` under a real-time policy."""
+    policies = {1: 'SCHED_FIFO', 2: 'SCHED_RR'}
+    found = []
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/stat') as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:   # the thread ended
+            continue
+        priority, policy = int(fields[37]), int(fields[38])   # stat fields 40 and 41 (rt_priority, policy)
+        if policy in policies:
+            found.append(f'{policies[policy]} priority {priority}')
+    return found
 
 
 def random_twists(client, seconds, rng):
@@ -217,6 +235,7 @@ def bench_rate(chain, limits, rate, seconds, rng, loop='thread'):
             raise SystemExit('the servo did not come up:\n' + servo.output()[-2000:])
         latencies = first_command_latencies(client, commands, 100)
         streaming = streaming_latencies(client, commands, 40)
+        real_time = real_time_threads(servo.pid)
         t0, cpu0 = time.monotonic(), cpu_seconds(servo.pid)
         random_twists(client, seconds, rng)
         cpu = (cpu_seconds(servo.pid) - cpu0) / (time.monotonic() - t0)
@@ -224,7 +243,8 @@ def bench_rate(chain, limits, rate, seconds, rng, loop='thread'):
         samples = commands.since(t0)
         if len(samples) < 10:
             raise SystemExit(f'only {len(samples)} commands received:\n' + servo.output()[-3000:])
-        return periods_ms(samples, period), (latencies, streaming), cpu, limit_fractions(samples, period, limits)
+        return (periods_ms(samples, period), (latencies, streaming), (cpu, real_time),
+                limit_fractions(samples, period, limits))
     finally:
         client.close()
         servo.stop()
@@ -256,7 +276,8 @@ def main(argv=None):
                   f'received: {percentiles(idle[:, 1])}')
             print(f'  jog change -> first command following it (servo streaming), published: '
                   f'{percentiles(streaming[:, 0])}; received: {percentiles(streaming[:, 1])}')
-            print(f'  CPU: {100 * cpu:.0f} % of one core')
+            cpu, real_time = cpu
+            print(f'  CPU: {100 * cpu:.0f} % of one core; real-time threads: {", ".join(real_time) or "none"}')
             print(f'  largest commanded velocity {fractions[0]:.3f}, acceleration {fractions[1]:.3f}, '
                   f'jerk {fractions[2]:.3f} of the limits')
         floor = echo_baseline(100)
