@@ -40,8 +40,8 @@ SERVO_PARAMETERS = tuple(BY_NAME[name] for name in _SHARED) + (
           "'timer' (rclpy timer in its own callback group)", read_only=True, choices=('thread', 'timer')),
     Param('publish_period', 0.01, 'Period of the command loop [s]', 0.0005, 0.1, read_only=True),
     Param('thread_priority', 40, "SCHED_FIFO priority of the loop thread (loop 'thread'), as MoveIt Servo's; "
-          '0: normal scheduling.  Needs the right to it (root, CAP_SYS_NICE or an rtprio limit); refused, the '
-          'loop runs with normal scheduling and a warning', 0, 99, read_only=True),
+          'the executor thread gets one less.  0: normal scheduling.  Needs the right to it (root, CAP_SYS_NICE '
+          'or an rtprio limit); refused, the threads keep normal scheduling and a warning', 0, 99, read_only=True),
     # Inputs.
     Param('command_in_type', 'unitless', "'unitless': commands in [-1, 1] times scale.*; 'speed_units': m/s, "
           'rad/s', choices=COMMAND_IN_TYPES),
