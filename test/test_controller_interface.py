@@ -328,14 +328,12 @@ def test_result_codes_reach_the_listener(status, code, text, execution, message)
 def test_absent_server_and_transport_errors_are_rejections():
     interface, _, events = make('action')
     interface._client.ready = False
-    interface.send(trajectory())
-    assert interface._client.goals == []
-    assert events == [('rejected', REJECTED_CODE, 'goal 1: action server jtc/follow_joint_trajectory is not '
-                       'available')]
+    assert interface.send(trajectory()) == 'action server jtc/follow_joint_trajectory is not available'
+    assert interface._client.goals == [] and events == []  # nothing was sent: the sender answers for it
     interface._client.ready = True
-    interface.send(trajectory())
+    assert interface.send(trajectory()) is None
     interface._client.goals[0][1].resolve(error=RuntimeError('rmw failure'))
-    assert events[-1] == ('rejected', REJECTED_CODE, 'goal 2: sending failed: rmw failure')
+    assert events[-1] == ('rejected', REJECTED_CODE, 'goal 1: sending failed: rmw failure')
 
 
 # --- real DDS ---------------------------------------------------------------------------------------------

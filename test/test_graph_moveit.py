@@ -20,7 +20,8 @@ from sensor_msgs.msg import JointState  # noqa: E402
 MOVEIT_CODES = {'SUCCESS': 1, 'NO_IK_SOLUTION': -31, 'TIMED_OUT': -6, 'FRAME_TRANSFORM_FAILURE': -21,
                 'INVALID_LINK_NAME': -18, 'INVALID_GROUP_NAME': -15, 'INVALID_ROBOT_STATE': -17,
                 'INVALID_GOAL_CONSTRAINTS': -16, 'GOAL_IN_COLLISION': -12, 'GOAL_STATE_INVALID': -27,
-                'ROBOT_STATE_STALE': -23, 'PREEMPTED': -7, 'INVALID_MOTION_PLAN': -2, 'FAILURE': 99999}
+                'ROBOT_STATE_STALE': -23, 'PREEMPTED': -7, 'INVALID_MOTION_PLAN': -2, 'CONTROL_FAILED': -4,
+                'FAILURE': 99999}
 
 
 def ik_request(**fields):

@@ -1,5 +1,6 @@
 """Cartesian paths: straight lines solved step by step, stopping before unreachable poses and joint jumps."""
 import pathlib
+import time
 
 from ik_solver import IKSolver
 from ik_solver.core.transforms import rotation_vector
@@ -110,6 +111,18 @@ def test_bad_input(ik7, solver7, kwargs, match):
         cartesian_path(solver7, IK7_HOME, [ik7.fk(IK7_HOME)], **kwargs)
     with pytest.raises(ValueError, match='start_q'):
         cartesian_path(solver7, IK7_HOME[:3], [ik7.fk(IK7_HOME)], 0.01)
+
+
+def test_a_step_so_small_the_path_would_not_fit_is_refused_at_once(ik7, solver7):
+    """A 0.2 m line at 1e-9 m steps is 2e8 poses: refused before any is built (it held a node for minutes)."""
+    T = ik7.fk(IK7_HOME)
+    T1 = T.copy()
+    T1[:3, 3] += [0.0, 0.2, 0.0]
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match='more than the 10000'):
+        cartesian_path(solver7, IK7_HOME, [T1], max_step=1e-9)
+    assert time.perf_counter() - t0 < 1.0
+    assert len(interpolate(T, [T1], 0.2 / 10000, 1.0)) == 10000  # the limit itself is allowed
 
 
 def test_timed_line_keeps_the_tip_on_the_line_as_the_controller_runs_it(ik7, solver7):

@@ -160,6 +160,10 @@ def test_service_position_only_and_weights(session, ik7):
     response = session.observer.call(session.observer.solve_client, solve_request(T, weights=[1.0, 1.0]))
     assert not response.success and response.reason == SolveIK.Response.INVALID_INPUT
     assert '6 values' in response.message
+    for fields in ({'weights': [0.0] * 6}, {'seed': joint_state(ik7.joint_names, HOME + 10.0)}):
+        response = session.observer.call(session.observer.solve_client, solve_request(T, **fields))
+        assert not response.success and response.reason == SolveIK.Response.INVALID_INPUT, fields
+        assert 'unexpected' not in response.message, response.message  # the solver's own reason, not a crash
 
 
 def test_service_target_in_another_robot_link(session, ik7):

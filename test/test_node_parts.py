@@ -4,7 +4,9 @@ Messages are handed to the tracker directly (no DDS); the guard's verdicts are c
 trajectories whose properties are known by construction (a Ruckig move within the limits, the
 same move squeezed in time, a move with a jump).
 """
+from functools import partial
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from ik_solver.motion.timing import plan_move, TimedPath  # noqa: E402
 from ik_solver.ros.command_guard import CommandGuard  # noqa: E402
 from ik_solver.ros.joint_states import CommandHistory, JointStateTracker, StateError  # noqa: E402
 from ik_solver.ros.messages import joint_state  # noqa: E402
+from rclpy.clock import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 NAMES = ('a', 'b', 'c')
@@ -138,6 +141,18 @@ def test_the_replay_follows_the_trajectory_as_sent(node):
     assert not after.velocity.any() and not after.acceleration.any()
     low, high = history.envelope(100.0 + path.duration + 2.0, LIMITS.velocity, 0.05)
     np.testing.assert_allclose(high - np.maximum(HOME, path.positions.max(axis=0)), 0.05 + 2.0)  # 1 rad/s x 2 s
+
+
+def test_a_command_the_controller_cannot_take_is_refused_and_not_remembered():
+    """With no action server nothing moves: the answer says so and the replay does not pretend otherwise."""
+    from ik_solver.ros.ik_node import _send
+    history = CommandHistory()
+    controller = SimpleNamespace(send=lambda msg: 'action server jtc/follow_joint_trajectory is not available')
+    guard = CommandGuard(LIMITS, send=partial(_send, controller, history, Clock()))
+    start = MotionState(HOME, np.zeros(3), np.zeros(3), time.monotonic())
+    assert guard.execute(start, plan_move(start, HOME + 0.3, LIMITS), NAMES) == (
+        'controller_unavailable', 'action server jtc/follow_joint_trajectory is not available')
+    assert history.reference() is None
 
 
 def _guard(sent, workspace=None):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .timing import MAX_POINTS
 from ..core.transforms import check_pose, matrix_to_quaternion, quaternion_to_matrix
 
 REASON_SUCCESS = 'success'
@@ -66,21 +67,31 @@ def cartesian_path(solver, start_q, waypoints, max_step, jump_threshold=np.inf, 
 
 
 def interpolate(start, waypoints, max_step, max_rotation_step):
-    """[(waypoint index, 4x4 pose)] along straight lines start -> waypoints, each step within both step sizes."""
-    steps, previous = [], start
-    for k, T in enumerate(waypoints):
+    """[(waypoint index, 4x4 pose)] along straight lines start -> waypoints, each step within both step sizes.
+
+    ValueError if that takes more than MAX_POINTS steps (a timed path has at most that many points): a tiny
+    step would otherwise hold the caller for minutes and fill the memory.
+    """
+    segments, previous = [], start
+    for T in waypoints:
         q0, q1 = matrix_to_quaternion(previous[:3, :3]), matrix_to_quaternion(T[:3, :3])
         if q0 @ q1 < 0.0:
             q1 = -q1  # the short way round
         angle = 2.0 * np.arccos(np.clip(abs(q0 @ q1), -1.0, 1.0))
         distance = np.linalg.norm(T[:3, 3] - previous[:3, 3])
-        count = int(np.ceil(max(distance / max_step, angle / max_rotation_step) - 1e-12))
+        segments.append((previous[:3, 3], T[:3, 3], q0, q1,
+                         int(np.ceil(max(distance / max_step, angle / max_rotation_step) - 1e-12))))
+        previous = T
+    total = sum(segment[-1] for segment in segments)
+    if total > MAX_POINTS:
+        raise ValueError(f'max_step {max_step:g} makes {total:.3g} steps, more than the {MAX_POINTS} a path may have')
+    steps = []
+    for k, (p0, p1, q0, q1, count) in enumerate(segments):
         for s in np.arange(1, count + 1) / max(count, 1):
             pose = np.eye(4)
             pose[:3, :3] = quaternion_to_matrix(_slerp(q0, q1, s))
-            pose[:3, 3] = (1.0 - s) * previous[:3, 3] + s * T[:3, 3]
+            pose[:3, 3] = (1.0 - s) * p0 + s * p1
             steps.append((k, pose))
-        previous = T
     return steps
 
 

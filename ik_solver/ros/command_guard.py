@@ -18,7 +18,8 @@ class CommandGuard:
     """Checks commands against ``limits`` (JointLimits, chain order) and the workspace box (base frame).
 
     ``workspace``: None or (lower corner, upper corner); ``send(names, start, path)`` delivers a checked
-    trajectory to the controller; ``collision``: None or a model with ``check_path(Q) -> None | (index, (a, b))``.
+    trajectory to the controller and returns None, or (reason, message) if it could not; ``collision``: None
+    or a model with ``check_path(Q) -> None | (index, (a, b))``.
     """
 
     def __init__(self, limits, workspace=None, max_joint_jump=np.inf, send=None, collision=None):
@@ -92,5 +93,4 @@ class CommandGuard:
         hit = self.check_path(start, path)
         if hit:
             return 'collision_path', hit[0]
-        self._send(names, start, path)
-        return None
+        return self._send(names, start, path)

@@ -19,7 +19,8 @@ Command interfaces:
   would make it hold position between the two goals.  A rejected goal leaves the running one alone.
 
 ``on_event(execution, error_code, message)`` is called from executor threads; ``error_code`` is
-control_msgs' (0 = SUCCESSFUL; ``REJECTED_CODE`` for a rejected goal or an absent server).
+control_msgs' (0 = SUCCESSFUL; ``REJECTED_CODE`` for a rejected goal).  With no action server, ``send`` says so to
+its caller instead: nothing was sent.
 """
 import threading
 import time
@@ -132,23 +133,26 @@ class ControllerInterface:
     # -- commands out --------------------------------------------------------------------------
 
     def send(self, msg):
-        """Send one JointTrajectory: publish it, or send it as a goal that preempts the previous one."""
+        """Send one JointTrajectory: publish it, or send it as a goal that preempts the previous one.
+
+        Return None, or why it could not be sent (no action server): the command then did not happen, and its
+        sender says so in its own answer.
+        """
         if self._publisher is not None:
             self._publisher.publish(msg)
             self._emit('sent', 0, f'{_describe(msg)} on {self.command_target}')
-            return
+            return None
+        if not self._client.server_is_ready():
+            return f'action server {self.command_target} is not available'
         with self._lock:
             self._sequence += 1
             number = self._sequence
-        if not self._client.server_is_ready():
-            self._emit('rejected', REJECTED_CODE, f'goal {number}: action server {self.command_target} is not '
-                       'available')
-            return
         goal = self._action_type.Goal()
         goal.trajectory = msg
         future = self._client.send_goal_async(goal)
         self._emit('sent', 0, f'goal {number}: {_describe(msg)}')
         future.add_done_callback(lambda done: self._on_goal_response(number, done))
+        return None
 
     def _on_goal_response(self, number, future):
         try:

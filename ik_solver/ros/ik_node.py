@@ -358,11 +358,11 @@ class IKSolverNode(Node):
             start = self._start_state(context)
             T = self._resolve(context, target_msg)
             self._check_target(context, T)
+            result = self._solve(context, T, start.position, overrides)  # ValueError: e.g. all-zero weights
         except (StateError, FrameError, SolveError) as exc:
             return Outcome(source, exc.reason, str(exc), method=method)
         except ValueError as exc:
             return Outcome(source, 'invalid_input', str(exc), method=method)
-        result = self._solve(context, T, start.position, overrides)
         outcome = Outcome(source, result.reason, result.message, target=T, result=result, method=method)
         if not result.success and not self._approximation_allowed(result):
             return outcome
@@ -471,11 +471,11 @@ class IKSolverNode(Node):
             seed = self._request_seed(context, request.seed)
             T = self._resolve(context, request.target)
             self._check_target(context, T)
+            result = self._solve(context, T, seed, overrides)  # ValueError: a seed outside the limits, ...
         except (FrameError, SolveError) as exc:
             return Outcome('service', exc.reason, str(exc))
         except (ValueError, KeyError) as exc:
             return Outcome('service', 'invalid_input', str(exc.args[0]))
-        result = self._solve(context, T, seed, overrides)
         method = overrides.get('method', context.solver.options.method)
         return Outcome('service', result.reason, result.message, target=T, result=result, method=method)
 
@@ -647,13 +647,17 @@ def _send(controller, history, clock, names, start, path):
 
     It is stamped with the instant its start state describes (``start.time``, monotonic, turned into the
     node's clock): a controller that honours header.stamp joins the move in step with the motion it
-    continues, and our replay of the command (``history``) runs on the same instant.
+    continues, and our replay of the command (``history``) runs on the same instant.  None once sent, else
+    ('controller_unavailable', message).
     """
     now = time.monotonic()
     t0 = now if start.time is None else min(start.time, now)
     stamp = clock.now() - Duration(nanoseconds=int((now - t0) * 1e9))
-    controller.send(trajectory_message(names, path, stamp.to_msg()))
+    problem = controller.send(trajectory_message(names, path, stamp.to_msg()))
+    if problem is not None:
+        return 'controller_unavailable', problem
     history.sent(start, path, t0)
+    return None
 
 
 def _mark_sent(outcome, refusal):

@@ -41,7 +41,7 @@ except ImportError:  # moveit_msgs is not on PyPI: the service is offered where 
 
 #: MoveItErrorCodes values used here (moveit_msgs/msg/MoveItErrorCodes), one line per block of that message:
 #: overall behaviour, goal, request, system and kinematics errors.
-SUCCESS, FAILURE, INVALID_MOTION_PLAN, TIMED_OUT, PREEMPTED = 1, 99999, -2, -6, -7
+SUCCESS, FAILURE, INVALID_MOTION_PLAN, CONTROL_FAILED, TIMED_OUT, PREEMPTED = 1, 99999, -2, -4, -6, -7
 GOAL_IN_COLLISION, GOAL_STATE_INVALID = -12, -27
 INVALID_GROUP_NAME, INVALID_GOAL_CONSTRAINTS, INVALID_ROBOT_STATE, INVALID_LINK_NAME = -15, -16, -17, -18
 FRAME_TRANSFORM_FAILURE, ROBOT_STATE_STALE = -21, -23
@@ -66,6 +66,7 @@ ERROR_CODES = {
     'limit_violation': INVALID_MOTION_PLAN,
     'superseded': PREEMPTED,
     'expired': TIMED_OUT,
+    'controller_unavailable': CONTROL_FAILED,  # only where a request executes (compute_ik never does)
 }
 
 #: SolveIK.Request's avoid_collisions values.
