@@ -507,14 +507,32 @@ def _scale_to_limits(start, path, limits):
 
 
 def _peaks(start, path):
-    """((min, max) positions, peak |v|, |a|, |jerk| per joint) of the controller's spline, densely sampled."""
+    """((min, max) positions, peak |v|, |a|, |jerk| per joint) of the controller's spline.
+
+    Positions, velocities and accelerations densely sampled; jerk exactly (see ``_jerk_peaks``).
+    """
     sampler = SplineSampler(start.position, start.velocity, _as_trajectory(path), start.acceleration)
     edges = sampler.times
     fractions = np.linspace(0.0, 1.0, PATH_SUBSAMPLES + 1)[:-1]
     times = np.concatenate([(edges[:-1, None] + np.diff(edges)[:, None] * fractions).ravel(), edges[-1:]])
-    pos, vel, acc, jerk = sampler.evaluate(times)
+    pos, vel, acc, _ = sampler.evaluate(times)
     return ((pos.min(axis=0), pos.max(axis=0)), np.abs(vel).max(axis=0), np.abs(acc).max(axis=0),
-            np.abs(jerk).max(axis=0))
+            _jerk_peaks(sampler))
+
+
+def _jerk_peaks(sampler):
+    """Peak |jerk| per joint of a quintic spline: each segment's is at an end or at its parabola's vertex.
+
+    Sampled at PATH_SUBSAMPLES per segment it was missed by up to 6 % on 50 ms segments, and the guard's
+    1 kHz check then refused the path it had timed.
+    """
+    c = sampler.coefficients                       # (segments, 6, n): c0..c5 in local time
+    h = np.diff(sampler.times)[:, None]            # (segments, 1)
+    c3, c4, c5 = c[:, 3], c[:, 4], c[:, 5]
+    with np.errstate(divide='ignore', invalid='ignore'):
+        vertex = np.clip(np.where(c5 != 0.0, -c4 / (5.0 * c5), 0.0), 0.0, h)
+    peaks = [np.abs(6.0 * c3 + 24.0 * c4 * t + 60.0 * c5 * t ** 2) for t in (0.0, h, vertex)]
+    return np.max(peaks, axis=(0, 1))
 
 
 def _refine(start, path, sample_period):
