@@ -17,7 +17,9 @@ from conftest import URDF_DIR  # noqa: E402, I100
 from geometry_msgs.msg import PoseStamped, TransformStamped  # noqa: E402
 from ik_solver.core.transforms import make_pose  # noqa: E402
 from ik_solver.core.urdf import load_robot_description  # noqa: E402
+from ik_solver.motion.limits import MotionState  # noqa: E402
 from ik_solver.ros.ik_node import IKSolverNode  # noqa: E402
+from ik_solver.ros.joint_states import StateError  # noqa: E402
 from ik_solver.ros.messages import joint_state, matrix_to_pose  # noqa: E402
 from ik_solver.ros.target_frames import FrameError  # noqa: E402
 from ik_solver_interfaces.srv import SolveIK  # noqa: E402
@@ -190,3 +192,24 @@ def test_tf2_frames_at_the_stamp_with_an_injected_buffer(make_node, ik7):
     node.frames.buffer = None
     with pytest.raises(FrameError, match="'camera' is not a link of the robot and tf2_ros is not available"):
         node._resolve(node._robot, msg)
+
+
+def test_a_move_starts_from_the_controllers_reference_at_its_stamp_or_not_at_all(make_node, ik7, monkeypatch):
+    """With a controller reference (control_msgs): its stamp is the start's instant; far from the arm: refused.
+
+    A reference the measurement is further from than state_tolerance means the arm does not follow its
+    commands; a move planned from the measurement would make the controller jump from its reference.
+    """
+    node = make_node(urdf_file=str(URDF_DIR / 'ik7.urdf.xacro'))
+    context = node._robot
+    _feed_joints(node, ik7.joint_names, HOME)
+    stamped = time.monotonic() - 0.02
+    reference = MotionState(HOME + 0.01, np.full(7, 0.2), np.zeros(7), stamped)
+    monkeypatch.setattr(context.controller, 'reference', lambda: reference)
+    start = node._start_state(context)
+    assert start.time == stamped  # not "now": a moving reference 20 ms old taken for now would be a step
+    np.testing.assert_allclose(start.position, HOME + 0.01)
+    reference = MotionState(HOME + 0.3, np.zeros(7), np.zeros(7), time.monotonic())
+    with pytest.raises(StateError, match="from the controller's reference") as refused:
+        node._start_state(context)
+    assert refused.value.reason == 'inconsistent_state'

@@ -375,10 +375,13 @@ class IKSolverNode(Node):
     def _start_state(self, context):
         """Return the state a move starts from (MotionState), or raise StateError.
 
-        The controller's reference, else a replay of our last command, else the
-        measured state; when the reference and the measurement disagree, the measurement wins.  A
+        The controller's reference, else a replay of our last command, else the measured state.  A
         controller's reference that follows our last command stands for that replay, read now (exact, and
-        a moving start can then continue the command, see ``CommandHistory.next_move``).
+        a moving start can then continue the command, see ``CommandHistory.next_move``).  When the
+        measurement is further than ``state_tolerance`` from the controller's reference, the arm is not
+        following its commands: ``inconsistent_state`` (the controller interpolates from its reference, so
+        a move planned from the measurement would start with a jump).  Without a controller reference,
+        the measurement wins over a replay it disagrees with (the replay is only our guess).
         The state carries the instant it describes (the controller's reference: its stamp; a replay or a
         measurement: now), and so does the trajectory planned from it.  A move is planned from a state read
         just before it is sent: the controller joins a trajectory at its arrival, and the part before that
@@ -389,11 +392,17 @@ class IKSolverNode(Node):
         limits = context.limits.limits
         measured = self.joint_states.state(context.model.chain.joint_names, limits.lower, limits.upper,
                                            velocity=limits.velocity, history=context.history)
-        reference = context.controller.reference()
+        controller = context.controller.reference()
+        reference = controller
         if reference is None or context.history.follows(reference):
             replay = context.history.reference(now)
             reference = None if replay is None else replace(replay, time=now)
-        if reference is None or np.abs(reference.position - measured.position).max() > self.joint_states.tolerance:
+        apart = np.inf if reference is None else np.abs(reference.position - measured.position).max()
+        if apart > self.joint_states.tolerance:
+            if controller is not None:
+                raise StateError('inconsistent_state', f"the arm is {apart:.3f} rad from the controller's reference "
+                                 f'(state_tolerance {self.joint_states.tolerance:g}): it is not following its '
+                                 'commands')
             return replace(measured, time=now)
         return replace(reference, position=np.clip(reference.position, limits.lower, limits.upper))
 
