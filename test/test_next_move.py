@@ -70,6 +70,12 @@ def test_a_controller_reference_follows_the_replay_unless_it_drifted():
     scaled = history.reference(0.28 * 0.9)  # a speed-scaled controller is behind our replay
     assert not history.follows(MotionState(scaled.position, scaled.velocity, scaled.acceleration, 0.28))
     assert not CommandHistory().follows(start)
+    goal = np.array([-0.5, 0.4, 1.0])
+    origin, path = history.next_move(start, lambda state: plan_move(state, goal, LIMITS, 0.05), 0.05)
+    history.sent(origin, path, origin.time)
+    before = history._recent[0][1].evaluate(np.array([origin.time - 0.01]))  # the first command, before the second
+    late = MotionState(before[0][0], before[1][0], before[2][0], origin.time - 0.01)
+    assert history.follows(late)  # published late, or the controller has not taken the newest command yet
 
 
 def test_a_move_from_rest_holds_and_a_re_target_keeps_the_departure():

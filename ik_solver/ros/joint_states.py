@@ -39,6 +39,8 @@ REPLAY_MATCH = 1e-6
 #: A controller executes our last command when its reference agrees with the replay this well (position
 #: [rad or m], velocity per s): far below what a speed-scaled or preempted trajectory drifts in one cycle.
 FOLLOW_TOLERANCE = 1e-3
+#: Commands kept to judge a controller's reference stamped before the newest (100 Hz: the last 0.64 s).
+RECENT_COMMANDS = 64
 #: A start whose joints all move slower than this (rad/s or m/s; accelerations: per s) is at rest.
 REST_SPEED = 1e-3
 
@@ -78,11 +80,13 @@ class CommandHistory:
 
     def __init__(self):
         self._sent = None   # (t0, start MotionState, TimedPath, SplineSampler)
+        self._recent = deque(maxlen=RECENT_COMMANDS)  # (t0, SplineSampler) of the last commands, oldest first
 
     def sent(self, start, path, t0=None):
         trajectory = Trajectory(path.times, path.positions, path.velocities, path.accelerations)
         sampler = SplineSampler(start.position, start.velocity, trajectory, start.acceleration)
         self._sent = (time.monotonic() if t0 is None else t0, start, path, sampler)
+        self._recent.append((self._sent[0], sampler))
 
     def next_move(self, start, plan, lead):
         """Return (start, TimedPath): ``plan(state)``, a move from ``state``, departing ``lead`` s after ``start``.
@@ -149,12 +153,21 @@ class CommandHistory:
                 path.accelerations[keep])
 
     def follows(self, reference):
-        """Tell whether a controller's ``reference`` (MotionState at its monotonic ``time``) is our replay."""
-        if self._sent is None or reference.time is None:
+        """Tell whether a controller's ``reference`` (MotionState at its monotonic ``time``) follows our commands.
+
+        It is compared with the command that was our newest at its instant: a reference stamped before the
+        newest command's start (the controller publishes it late, or has not taken that command yet) is
+        judged against the one it was executing.  Each command continues the one before it exactly over
+        the lead time, so following that one means following the newest.
+        """
+        if reference.time is None:
             return False
-        replay = self.reference(reference.time)
-        return (np.abs(replay.position - reference.position).max() <= FOLLOW_TOLERANCE
-                and np.abs(replay.velocity - reference.velocity).max() <= FOLLOW_TOLERANCE)
+        for t0, sampler in reversed(self._recent):
+            if t0 <= reference.time:
+                q, v, _, _ = sampler.evaluate(np.array([reference.time - t0]))
+                return (np.abs(q[0] - reference.position).max() <= FOLLOW_TOLERANCE
+                        and np.abs(v[0] - reference.velocity).max() <= FOLLOW_TOLERANCE)
+        return False
 
     def departure(self):
         """Return the monotonic instant the last command leaves its start (after its hold), or None."""
