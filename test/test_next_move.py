@@ -78,6 +78,14 @@ def test_a_controller_reference_follows_the_replay_unless_it_drifted():
     assert history.follows(late)  # published late, or the controller has not taken the newest command yet
 
 
+def test_a_path_never_carries_the_command_under_way():
+    """A Cartesian path is planned from where the arm is: it does not go on with the last command first."""
+    history, start = _moving_history()
+    origin, path = history.next_move(start, lambda state: plan_move(state, np.zeros(3), LIMITS, 0.05), 0.05,
+                                     follow=False)
+    assert origin is start and path.hold == 0.0
+
+
 def test_a_move_from_rest_holds_and_a_re_target_keeps_the_departure():
     history = CommandHistory()
     rest = _at_rest(np.zeros(3), 1.0)

@@ -327,6 +327,7 @@ def test_a_re_target_during_the_hold_departs_when_the_held_move_would(session, i
         assert _departure(second) == pytest.approx(_departure(first), abs=2e-3)
     finally:
         assert session.set_parameter('command_lead_time', COMMAND_LEAD_TIME).successful
+        _wait_commands_ended(session)  # the next tests start with no command under way
 
 
 def test_old_targets_expire(session, ik7):

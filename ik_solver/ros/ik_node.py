@@ -603,7 +603,7 @@ class IKSolverNode(Node):
         plan = partial(plan_joint_path, waypoints=path.joints[1:], limits=limits, sample_period=period)
         if current:  # the move starts from the state at sending (see _start_state)
             start = self._start_state(context)
-            start, timed = context.history.next_move(start, plan, self.params['command_lead_time'])
+            start, timed = context.history.next_move(start, plan, self.params['command_lead_time'], follow=False)
         else:
             timed = plan(start)
         response.trajectory = trajectory_message(chain.joint_names, timed)

@@ -88,8 +88,11 @@ class CommandHistory:
         self._sent = (time.monotonic() if t0 is None else t0, start, path, sampler)
         self._recent.append((self._sent[0], sampler))
 
-    def next_move(self, start, plan, lead):
+    def next_move(self, start, plan, lead, follow=True):
         """Return (start, TimedPath): ``plan(state)``, a move from ``state``, departing ``lead`` s after ``start``.
+
+        ``follow`` False (a Cartesian path, which must start at rest where it was planned): never carry a
+        command under way; a start at rest holds, a moving one departs at once.
 
         - While the last command is under way (departed, not ended: its velocity may still be about zero),
           or the arm moves, the move continues that command exactly where ``start`` is its replay
@@ -104,12 +107,12 @@ class CommandHistory:
         if lead <= 0.0:
             return start, plan(start)
         at_rest = max(np.abs(start.velocity).max(), np.abs(start.acceleration).max()) <= REST_SPEED
-        if at_rest and not self._under_way(start.time):
+        if at_rest and not (follow and self._under_way(start.time)):
             departure = self.departure()
             if departure is not None and departure > start.time:
                 lead = min(lead, departure - start.time)
             return start, held(plan(MotionState.at_rest(start.position)), start.position, lead)
-        lead_in = self.continuation(start, lead)
+        lead_in = self.continuation(start, lead) if follow else None
         if lead_in is None:
             return start, plan(start)
         origin, times, q, v, a = lead_in
