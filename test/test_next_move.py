@@ -73,7 +73,7 @@ def test_a_controller_reference_follows_the_replay_unless_it_drifted():
     goal = np.array([-0.5, 0.4, 1.0])
     origin, path = history.next_move(start, lambda state: plan_move(state, goal, LIMITS, 0.05), 0.05)
     history.sent(origin, path, origin.time)
-    before = history._recent[0][1].evaluate(np.array([origin.time - 0.01]))  # the first command, before the second
+    before = history._recent[0][3].evaluate(np.array([origin.time - 0.01]))  # the first command, before the second
     late = MotionState(before[0][0], before[1][0], before[2][0], origin.time - 0.01)
     assert history.follows(late)  # published late, or the controller has not taken the newest command yet
 

@@ -33,7 +33,7 @@ the path is much slower than the rest).  Each then gets one uniform time
 scaling measured on the controller's own quintics, which is exact: scaling
 time by c divides velocity by c, acceleration by c^2 and jerk by c^3.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate
 import threading
 
@@ -96,9 +96,7 @@ def held(path, position, hold):
     without a step.
     """
     zero = np.zeros((1, len(position)))
-    start = np.asarray(position)[None]
-    return TimedPath(np.concatenate([[hold], path.times + hold]), np.vstack([start, path.positions]),
-                     np.vstack([zero, path.velocities]), np.vstack([zero, path.accelerations]), hold)
+    return replace(joined(np.array([hold]), np.asarray(position, float)[None], zero, zero, path), hold=hold)
 
 
 def joined(times, positions, velocities, accelerations, path):

@@ -358,7 +358,7 @@ class IKSolverNode(Node):
             start = self._start_state(context)
             T = self._resolve(context, target_msg)
             self._check_target(context, T)
-            result = self._solve(context, T, start.position, overrides)  # ValueError: e.g. all-zero weights
+            result = context.solver.solve(T, start.position, **overrides)  # ValueError: e.g. all-zero weights
         except (StateError, FrameError, SolveError) as exc:
             return Outcome(source, exc.reason, str(exc), method=method)
         except ValueError as exc:
@@ -414,9 +414,6 @@ class IKSolverNode(Node):
         reasons = context.guard.check_target(T)
         if reasons:
             raise SolveError('outside_workspace', reasons[0])
-
-    def _solve(self, context, T, seed, overrides):
-        return context.solver.solve(T, seed, **overrides)
 
     def _approximation_allowed(self, result):
         p = self.params
@@ -480,7 +477,7 @@ class IKSolverNode(Node):
             seed = self._request_seed(context, request.seed)
             T = self._resolve(context, request.target)
             self._check_target(context, T)
-            result = self._solve(context, T, seed, overrides)  # ValueError: a seed outside the limits, ...
+            result = context.solver.solve(T, seed, **overrides)  # ValueError: a seed outside the limits, ...
         except (FrameError, SolveError) as exc:
             return Outcome('service', exc.reason, str(exc))
         except (ValueError, KeyError) as exc:

@@ -79,14 +79,18 @@ class CommandHistory:
     """
 
     def __init__(self):
-        self._sent = None   # (t0, start MotionState, TimedPath, SplineSampler)
-        self._recent = deque(maxlen=RECENT_COMMANDS)  # (t0, SplineSampler) of the last commands, oldest first
+        #: (t0, start MotionState, TimedPath, SplineSampler) of the last commands, oldest first
+        self._recent = deque(maxlen=RECENT_COMMANDS)
+
+    @property
+    def _sent(self):
+        """Return the last command (t0, start, path, sampler), or None."""
+        return self._recent[-1] if self._recent else None
 
     def sent(self, start, path, t0=None):
         trajectory = Trajectory(path.times, path.positions, path.velocities, path.accelerations)
         sampler = SplineSampler(start.position, start.velocity, trajectory, start.acceleration)
-        self._sent = (time.monotonic() if t0 is None else t0, start, path, sampler)
-        self._recent.append((self._sent[0], sampler))
+        self._recent.append((time.monotonic() if t0 is None else t0, start, path, sampler))
 
     def next_move(self, start, plan, lead, follow=True):
         """Return (start, TimedPath): ``plan(state)``, a move from ``state``, departing ``lead`` s after ``start``.
@@ -142,8 +146,7 @@ class CommandHistory:
             return None
         t0, first, path, sampler = self._sent
         at = start.time - t0
-        q, v, _, _ = sampler.evaluate(np.array([at]))
-        if np.abs(q[0] - start.position).max() > REPLAY_MATCH or np.abs(v[0] - start.velocity).max() > REPLAY_MATCH:
+        if not _agrees(sampler, at, start, REPLAY_MATCH):
             return None
         i = int(np.searchsorted(path.times, at, side='right'))  # points at or before start: path.times[:i]
         last = min(int(np.searchsorted(path.times, at + duration)), len(path.times) - 1)
@@ -165,11 +168,9 @@ class CommandHistory:
         """
         if reference.time is None:
             return False
-        for t0, sampler in reversed(self._recent):
+        for t0, _, _, sampler in reversed(self._recent):
             if t0 <= reference.time:
-                q, v, _, _ = sampler.evaluate(np.array([reference.time - t0]))
-                return (np.abs(q[0] - reference.position).max() <= FOLLOW_TOLERANCE
-                        and np.abs(v[0] - reference.velocity).max() <= FOLLOW_TOLERANCE)
+                return _agrees(sampler, reference.time - t0, reference, FOLLOW_TOLERANCE)
         return False
 
     def departure(self):
@@ -196,6 +197,12 @@ class CommandHistory:
         high = np.maximum(start.position, path.positions.max(axis=0))
         drift = tolerance + np.asarray(velocity_limits) * max(0.0, at - t0 - sampler.end_time)
         return low - drift, high + drift
+
+
+def _agrees(sampler, t, state, tolerance):
+    """Tell whether a command's ``sampler`` at ``t`` has ``state``'s position and velocity within ``tolerance``."""
+    q, v, _, _ = sampler.evaluate(np.array([t]))
+    return np.abs(q[0] - state.position).max() <= tolerance and np.abs(v[0] - state.velocity).max() <= tolerance
 
 
 class JointStateTracker:
