@@ -4,7 +4,8 @@ The first command of a motion is computed and published in the command's own
 callback, not at the loop's next tick, and the loop then runs on from that
 cycle's phase (never a second cycle less than one period after it).  Checked
 against the node's own schedule (its cycle times and the thread that published),
-so the assertions hold on a loaded machine: nothing here bounds wall-clock speed.
+so the assertions hold on a loaded machine; the one wall-clock bound (a command
+taken by the loop thread between its ticks) has most of a long period to spare.
 """
 import threading
 import time
@@ -16,6 +17,7 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 pytest.importorskip('ik_solver_interfaces.msg', reason='ik_solver_interfaces is not built')
 
 from conftest import URDF_DIR  # noqa: E402, I100, I202
+from geometry_msgs.msg import TwistStamped  # noqa: E402
 from ik_solver.motion.servo import TwistCommand  # noqa: E402
 from ik_solver.ros.servo_node import ServoNode  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
@@ -24,7 +26,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 
 HOME = [0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0]
 #: Long enough that a command landing between two ticks is told apart from one sent at a tick.
-PERIOD = 0.05
+PERIOD = 0.1
 
 
 class Recorder:
@@ -126,3 +128,32 @@ def test_commands_while_moving_wait_for_the_loop(servo):
     assert all(thread != threading.get_ident() for _, thread, _ in recorder.sent[before:])
     assert wait_for(lambda: recorder.count() > before)
     assert recorder.sent[before][1] == servo.loop_thread
+
+
+def test_a_twist_on_the_topic_wakes_the_loop_thread_between_ticks(request, servo):
+    """With ``loop: thread`` the loop thread takes the commands itself (LoopInputs), and answers at once."""
+    if servo.params['loop'] != 'thread':
+        pytest.skip('the timer loop takes commands in the executor (the tests above)')
+    recorder = servo._publisher
+    client = rclpy.create_node('servo_loop_test_client')
+    request.addfinalizer(client.destroy_node)
+    twist = client.create_publisher(TwistStamped, '/ik_servo/delta_twist_cmds', 10)
+    assert wait_for(lambda: twist.get_subscription_count() > 0)
+    idle(servo, recorder)
+    ticks = list(servo._cycle_times)
+    while time.monotonic() < ticks[-1] + 0.5 * PERIOD:   # half a period from the loop's next tick
+        time.sleep(0.001)
+        ticks = list(servo._cycle_times)
+    sent, before = time.monotonic(), recorder.count()
+    msg = TwistStamped()
+    msg.twist.linear.x = 0.01
+    twist.publish(msg)
+    assert wait_for(lambda: recorder.count() > before)
+    kick_time, kick_thread, _ = recorder.sent[before]
+    assert kick_thread == servo.loop_thread
+    next_tick = ticks[-1] + PERIOD
+    assert kick_time < next_tick - 0.01, ('answered at the tick, not on arrival', kick_time - sent, next_tick - sent)
+    assert wait_for(lambda: recorder.count() >= before + 2)
+    times = list(servo._cycle_times)
+    kick = max(t for t in times if t <= kick_time)
+    assert min(t for t in times if t > kick) - kick >= PERIOD * (1 - 1e-9)

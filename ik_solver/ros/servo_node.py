@@ -15,11 +15,14 @@ thread with monotonic deadlines, or a timer in its own callback group) runs one
 servo cycle per ``publish_period`` and publishes a Float64MultiArray (positions
 or velocities, chain order) or a one-point JointTrajectory on
 ``command_out_topic``, with its state on ``~/status`` and ``/diagnostics``.
+The loop thread takes the command and joint_states subscriptions itself
+(``LoopInputs``), between its cycles: the executor's Python per message held
+the interpreter lock the loop needed on its tick.
 
 The loop thread computes each cycle ``PUBLISH_LEAD`` before its tick and
 publishes the command on the tick: the cycle's own time (waking from sleep,
-waiting for the interpreter lock while the executor thread runs a callback,
-the computation), up to that lead, then shifts when a command is computed, not
+waiting for the interpreter lock while the executor thread runs a service or
+timer, the computation), up to that lead, then shifts when a command is computed, not
 when it is sent.  The lead adds to the latency of a command to a moving servo
 (one arriving within it waits for the next cycle), hence its small bound.
 """
@@ -43,6 +46,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from .command_guard import CommandGuard
 from .diagnostics import DiagnosticsPublisher
 from .joint_states import JointStateTracker, StateError
+from .loop_inputs import LoopInputs
 from .messages import to_duration
 from .model_source import ModelSource
 from .parameters import load_limits, move_limits, ParameterSet
@@ -86,7 +90,7 @@ class ServoNode(Node):
         self._lock = threading.Lock()
         self._loop = None
         self._running = True
-        self._restart = None   # time of a cycle run by a command since the loop's last tick
+        self._restart = None   # time of a cycle run by a command to an idle servo, for the loop thread
         self._servo = None
         self._guard = None
         self._model = None
@@ -96,26 +100,28 @@ class ServoNode(Node):
         self._command_msg = Float64MultiArray()   # reused: one message built per cycle costs more than the data
         self.params = ParameterSet(self, SERVO_PARAMETERS, validate=self._validate, on_change=self._on_parameters)
         p = self.params
+        threaded = p['loop'] == 'thread'
+        self._inputs = LoopInputs(self) if threaded else None
+        inputs = self._inputs.group if threaded else MutuallyExclusiveCallbackGroup()
         self.joint_states = JointStateTracker(self, p['joint_states_topic'], p['joint_states_timeout'],
-                                              callback_group=MutuallyExclusiveCallbackGroup())
+                                              callback_group=inputs)
         self.frames = TargetFrames(self)
         self.model_source = ModelSource(self, p['base_link'], p['tip_link'], self._use_model, **model_arguments(p))
         self._publisher = self._make_output(p)
         self.status_pub = self.create_publisher(ServoStatus, '~/status', 10)
-        inputs = MutuallyExclusiveCallbackGroup()
         self.create_subscription(TwistStamped, '~/delta_twist_cmds', self._on_twist, COMMAND_QOS,
                                  callback_group=inputs)
         self._subscribe_joint_commands(p['joint_command_in_type'], inputs)
         self.create_subscription(PoseStamped, '~/pose_target', self._on_pose, COMMAND_QOS, callback_group=inputs)
-        self.create_service(SetBool, '~/pause', self._on_pause, callback_group=inputs)
+        self.create_service(SetBool, '~/pause', self._on_pause)
         self.diagnostics = DiagnosticsPublisher(self, 'ik_servo', self._hardware_id(), self._diagnostic_status)
         period = p['publish_period']
-        if p['loop'] == 'timer':
-            self._loop = self.create_timer(period, self._cycle, callback_group=MutuallyExclusiveCallbackGroup())
-        else:
+        if threaded:
             self._loop = threading.Thread(target=self._run, args=(period, p['thread_priority']), name='servo_loop',
                                           daemon=True)
             self._loop.start()
+        else:
+            self._loop = self.create_timer(period, self._cycle, callback_group=MutuallyExclusiveCallbackGroup())
 
     # -- set-up -----------------------------------------------------------------------------------
 
@@ -216,8 +222,8 @@ class ServoNode(Node):
     def _command(self, command):
         """Hand a command to the servo; an idle servo computes and publishes its first step right here.
 
-        The loop then runs on from this cycle's phase: the loop thread skips its
-        next tick (``_restart``) and runs one period after this cycle; a timer is reset.
+        The loop then runs on from this cycle's phase: the loop thread (which took
+        the command) runs its next cycle one period after this one; a timer is reset.
         """
         with self._lock:
             if self._servo is None:
@@ -245,24 +251,35 @@ class ServoNode(Node):
     def _run(self, period, priority=0):
         """Run one cycle per period on monotonic ticks, each computed ``PUBLISH_LEAD`` ahead and sent on its tick.
 
-        With a ``priority`` the thread first asks for SCHED_FIFO at it.  Cycles
-        delayed (by the OS) up to MAX_LAG are caught up, so the commanded motion
-        keeps its timing; beyond that the schedule restarts from now.  A cycle run
-        out of turn by a command to an idle servo restarts the schedule from its
-        time (its tick is due within one period of it, so it is seen in time).
+        With a ``priority`` the thread first asks for SCHED_FIFO at it.  Between
+        cycles it takes the inputs (``LoopInputs``), and takes what is waiting
+        again just before each cycle, so the cycle sees the newest command.
         """
         if priority:
             self.real_time(priority, 'loop thread')
         lead = min(PUBLISH_LEAD, LEAD_FRACTION * period)
         tick = time.monotonic()
         while self._running:
+            self._inputs.new_cycle()
             restart = self._cycle(tick)
-            tick = tick + period if restart is None else restart + period
-            delay = tick - lead - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            elif delay < -MAX_LAG:
-                tick = time.monotonic()
+            tick = self._next_tick((tick if restart is None else restart) + period, period, lead)
+
+    def _next_tick(self, tick, period, lead):
+        """Take inputs until the cycle of ``tick`` is due, ``lead`` before it; return that tick.
+
+        A command that wakes an idle servo runs a cycle at once, and the schedule
+        restarts from it.  Cycles delayed (by the OS) up to MAX_LAG are caught up,
+        so the commanded motion keeps its timing; beyond that the schedule restarts from now.
+        """
+        while True:
+            with self._lock:
+                restart, self._restart = self._restart, None
+            if restart is not None:
+                tick = restart + period
+            remaining = tick - lead - time.monotonic()
+            if remaining <= 0:
+                return tick if remaining > -MAX_LAG else time.monotonic()
+            self._inputs.take(remaining)
 
     def real_time(self, priority, what):
         """Run the calling thread under SCHED_FIFO at ``priority``; a refusal is a warning (normal scheduling)."""
@@ -275,7 +292,7 @@ class ServoNode(Node):
         self.get_logger().info(f'{what} runs under SCHED_FIFO, priority {priority}')
 
     def _cycle(self, tick=None):
-        """Run the loop's cycle, unless a command ran one since the last tick: return that one's time, or None.
+        """Run the loop's cycle, unless a command ran one since the loop last looked: return that one's time, or None.
 
         ``tick``: the cycle's time, its command published no earlier (None: now, a timer's cycle).
         """

@@ -36,7 +36,8 @@ SERVO_PARAMETERS = tuple(BY_NAME[name] for name in _SHARED) + (
     Param('joint_command_in_type', 'auto', "Message on ~/delta_joint_cmds; 'auto': control_msgs/JointJog where "
           'importable, else sensor_msgs/JointState (names + velocities)', read_only=True,
           choices=('auto', JOINT_JOG, JOINT_STATE)),
-    Param('loop', 'thread', "What runs the fixed-rate cycle: 'thread' (own thread, monotonic deadlines) or "
+    Param('loop', 'thread', "What runs the fixed-rate cycle: 'thread' (own thread, monotonic deadlines, taking the "
+          'command and joint_states subscriptions itself) or '
           "'timer' (rclpy timer in its own callback group)", read_only=True, choices=('thread', 'timer')),
     Param('publish_period', 0.01, 'Period of the command loop [s]', 0.0005, 0.1, read_only=True),
     Param('thread_priority', 40, "SCHED_FIFO priority of the loop thread (loop 'thread'), as MoveIt Servo's; "

@@ -1,0 +1,99 @@
+"""Subscriptions that a real-time loop thread takes itself, between its cycles, instead of the executor.
+
+In one Python process the loop thread and the executor thread share the
+interpreter lock.  rclpy's executor spends most of a millisecond of Python per
+message it dispatches (wait-set bookkeeping, tasks), so with joint states and
+commands streaming in, the loop thread often woke to find the lock held and
+published late: the servo's 500 Hz period reached 2.9-3.0 ms at p99.  Taken
+here, a message costs the loop a C-level take and its callback, at points of
+its own schedule, and the executor keeps only services, parameters and timers.
+
+Each subscription wakes the loop at most once per cycle, and each time gives
+at most its queue's depth of messages: after it is taken, its queue (KEEP_LAST:
+the newest messages) waits for the next cycle, so a flood costs a bounded
+amount per cycle, not per message.
+"""
+import inspect
+import time
+
+from rclpy.callback_groups import CallbackGroup
+from rclpy.exceptions import InvalidHandle
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+
+
+class LoopGroup(CallbackGroup):
+    """A callback group that no executor runs (nor its subscriptions' QoS events, which would wake it per message)."""
+
+    def can_execute(self, entity):
+        return False
+
+    def beginning_execution(self, entity):
+        return False
+
+    def ending_execution(self, entity):
+        pass
+
+
+class LoopInputs:
+    """The subscriptions of ``node`` in ``group``, waited on and dispatched by the thread calling ``take``."""
+
+    def __init__(self, node):
+        self.group = LoopGroup()
+        self._node = node
+        self._subscriptions = None   # [(subscription, callback takes message info)], found at the first take
+        self._pending = []           # those not yet taken in this cycle
+        self._wait_set = None
+
+    def new_cycle(self):
+        """Take every waiting message now (a cycle is due) and let each subscription wake the loop again."""
+        self._find()
+        self._dispatch(self._subscriptions)
+        self._pending = list(self._subscriptions)
+
+    def take(self, timeout):
+        """Wait up to ``timeout`` [s] for a subscription not yet taken this cycle; run its callbacks."""
+        self._find()
+        if not self._pending:
+            time.sleep(timeout)
+            return
+        ready = self._wait(self._pending, timeout)
+        if ready:
+            self._pending = [entry for entry in self._pending if entry not in ready]
+            self._dispatch(ready)
+
+    def _find(self):
+        if self._subscriptions is None:
+            subscriptions = [s for s in self._node.subscriptions if s.callback_group is self.group]
+            self._subscriptions = [(s, len(inspect.signature(s.callback).parameters) == 2) for s in subscriptions]
+            self._pending = list(self._subscriptions)
+            self._wait_set = _rclpy.WaitSet(len(subscriptions), 0, 0, 0, 0, 0, self._node.context.handle)
+
+    def _wait(self, entries, timeout):
+        wait_set = self._wait_set
+        wait_set.clear_entities()
+        try:
+            for subscription, _ in entries:
+                with subscription.handle:
+                    wait_set.add_subscription(subscription.handle)
+        except InvalidHandle:   # the node is being destroyed
+            return []
+        wait_set.wait(int(timeout * 1e9))
+        ready = set(wait_set.get_ready_entities('subscription'))
+        return [entry for entry in entries if entry[0].handle.pointer in ready]
+
+    @staticmethod
+    def _dispatch(entries):
+        """Run each subscription's callback on the messages in its queue (at most its depth: a flood refills it)."""
+        for subscription, with_info in entries:
+            for _ in range(max(subscription.qos_profile.depth, 1)):
+                try:
+                    with subscription.handle:
+                        taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
+                except InvalidHandle:
+                    return
+                if taken is None:
+                    break
+                if with_info:
+                    subscription.callback(*taken)
+                else:
+                    subscription.callback(taken[0])

@@ -1,0 +1,127 @@
+"""LoopInputs: subscriptions taken by the loop thread, never by the executor, and a flood bounded per cycle."""
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+
+from ik_solver.ros.loop_inputs import LoopInputs  # noqa: E402, I100, I202
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import HistoryPolicy, QoSProfile  # noqa: E402
+from std_msgs.msg import Int32  # noqa: E402
+
+CYCLE = 0.01
+
+
+@pytest.fixture
+def node():
+    from ros_fixtures import isolate_ros_domain
+    isolate_ros_domain()
+    rclpy.init()
+    node = rclpy.create_node('loop_inputs_test')
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        yield node
+    finally:
+        executor.shutdown(timeout_sec=5.0)
+        spinner.join(5.0)
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+class Received:
+    """Callback recording (value, thread) of each message."""
+
+    def __init__(self):
+        self.items = []
+
+    def __call__(self, msg):
+        self.items.append((msg.data, threading.get_ident()))
+
+
+def subscribe(node, inputs, topic, depth, callback):
+    qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth)
+    node.create_subscription(Int32, topic, callback, qos, callback_group=inputs.group)
+    publisher = node.create_publisher(Int32, topic, qos)
+    deadline = time.monotonic() + 10.0
+    while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return publisher
+
+
+def run_cycles(inputs, cycles):
+    """Run ``cycles`` loop cycles as the servo's loop thread does: new_cycle, then take until the next one."""
+    for _ in range(cycles):
+        inputs.new_cycle()
+        due = time.monotonic() + CYCLE
+        while (remaining := due - time.monotonic()) > 0:
+            inputs.take(remaining)
+
+
+def test_messages_reach_only_the_thread_that_takes_them_all_of_them_in_order(node):
+    inputs = LoopInputs(node)
+    received = Received()
+    with_info = []
+    publisher = subscribe(node, inputs, 'numbers', 10, received)
+    other = subscribe(node, inputs, 'numbers_info', 10, lambda msg, info: with_info.append(info))
+    for i in range(5):
+        publisher.publish(Int32(data=i))
+    other.publish(Int32(data=7))
+    time.sleep(0.5)
+    assert received.items == []   # the spinning executor did not run them
+    run_cycles(inputs, 3)
+    assert [value for value, _ in received.items] == [0, 1, 2, 3, 4]
+    assert {thread for _, thread in received.items} == {threading.get_ident()}
+    assert len(with_info) == 1 and with_info[0]['source_timestamp'] > 0
+
+
+def test_a_message_between_cycles_is_taken_on_arrival(node):
+    inputs = LoopInputs(node)
+    arrivals = []
+    publisher = subscribe(node, inputs, 'numbers', 1, lambda msg: arrivals.append(time.monotonic()))
+    inputs.new_cycle()
+    sent = time.monotonic()
+    threading.Timer(0.1, publisher.publish, args=(Int32(data=1),)).start()
+    while not arrivals and time.monotonic() < sent + 5.0:
+        inputs.take(1.0)   # one long wait, as between two ticks of a slow loop
+    assert arrivals and arrivals[0] - sent < 1.0   # woken by the message, not by the end of the wait
+
+
+FLOODER = """
+import sys, time, rclpy
+from std_msgs.msg import Int32
+rclpy.init()
+node = rclpy.create_node('loop_inputs_flooder')
+publisher = node.create_publisher(Int32, 'flood', 1)
+end = time.monotonic() + float(sys.argv[1])
+count = 0
+while time.monotonic() < end:
+    publisher.publish(Int32(data=count))
+    count += 1
+print(count)
+"""
+
+
+def test_a_flood_costs_at_most_two_takes_per_cycle(node):
+    inputs = LoopInputs(node)
+    received = Received()
+    subscribe(node, inputs, 'flood', 1, received)
+    cycles = 50
+    flooder = subprocess.Popen([sys.executable, '-c', FLOODER, '6'], stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 5.0
+        while not received.items and time.monotonic() < deadline:   # the flood has begun
+            inputs.take(0.1)
+        before = len(received.items)
+        run_cycles(inputs, cycles)
+        taken = len(received.items) - before
+    finally:
+        sent = int(flooder.communicate(timeout=30)[0])
+    assert sent > 20 * cycles   # it was a flood: many more messages than cycles
+    assert cycles <= taken <= 2 * cycles   # each cycle: one at its start, at most one woken in between
