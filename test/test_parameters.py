@@ -73,6 +73,20 @@ def test_xacro_args():
         parameters.xacro_args(['prefix=right_'])
 
 
+def test_a_bad_xacro_argument_is_logged_and_none_are_used():
+    class Logger:
+        def __init__(self):
+            self.errors = []
+
+        def error(self, message):
+            self.errors.append(message)
+
+    logger = Logger()
+    assert parameters.checked_xacro_args(['prefix:=right_'], logger) == {'prefix': 'right_'} and not logger.errors
+    assert parameters.checked_xacro_args(['prefix:=right_', 'oops'], logger) == {}
+    assert len(logger.errors) == 1 and "'oops'" in logger.errors[0]
+
+
 def test_solver_options_from_defaults_build_a_solver(ik7):
     values = parameters.defaults()
     values.update({'position_only': True, 'nullspace.pole_weight': 1.0, 'nullspace.pole_link': 'link4',

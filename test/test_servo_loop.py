@@ -157,3 +157,21 @@ def test_a_twist_on_the_topic_wakes_the_loop_thread_between_ticks(request, servo
     times = list(servo._cycle_times)
     kick = max(t for t in times if t <= kick_time)
     assert min(t for t in times if t > kick) - kick >= PERIOD * (1 - 1e-9)
+
+
+def test_a_bad_xacro_argument_does_not_stop_the_servo():
+    """A malformed xacro_args entry is reported, and the model loads without the arguments (as the IK node does)."""
+    from ros_fixtures import isolate_ros_domain
+    isolate_ros_domain()
+    rclpy.init()
+    try:
+        params = {'urdf_file': str(URDF_DIR / 'ik7.urdf.xacro'), 'base_link': 'base_link', 'tip_link': 'tool0',
+                  'xacro_args': ['not-an-argument'], 'loop': 'timer'}
+        node = ServoNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        try:
+            assert wait_for(lambda: node._servo is not None)
+            assert node._model.chain.n == 7
+        finally:
+            node.destroy_node()
+    finally:
+        rclpy.try_shutdown()

@@ -155,16 +155,11 @@ class Servo:
         self.chain = chain
         self.limits = limits
         self.settings = settings or ServoSettings()
-        self.settings.check()
         n = chain.n
-        self._jerk = np.where(np.isfinite(limits.jerk), limits.jerk,
-                              limits.acceleration / self.settings.acceleration_ramp_time)
         self._R = np.empty((n + 1, 3, 3))
         self._p = np.empty((n + 1, 3))
         self._a = np.empty((n, 3))
         self._J = np.empty((6, n))
-        self._ns = self.settings.nullspace.validate(chain) if self.settings.nullspace.active else None
-        self._rows = np.array([0.0 if drift else 1.0 for drift in self.settings.drift_dimensions])
         self.state = None
         self.command = None
         self.command_time = -np.inf
@@ -172,6 +167,21 @@ class Servo:
         self._halt_msgs = 0
         self._idle = True
         self._last_sent = -np.inf   # when the last published command was computed (monotonic s)
+
+    @property
+    def settings(self):
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings):
+        """Check and take ``settings`` with what derives from them, so a change at run time takes effect whole."""
+        settings.check()
+        limits = self.limits
+        self._jerk = np.where(np.isfinite(limits.jerk), limits.jerk,
+                              limits.acceleration / settings.acceleration_ramp_time)
+        self._ns = settings.nullspace.validate(self.chain) if settings.nullspace.active else None
+        self._rows = np.array([0.0 if drift else 1.0 for drift in settings.drift_dimensions])
+        self._settings = settings
 
     def warm_up(self):
         """Compile the numba kernels of a Cartesian cycle now, so the first command is on time."""

@@ -34,8 +34,8 @@ from .messages import joint_positions, joint_state, matrix_to_pose, pose_to_matr
     vector_from
 from .model_source import ModelSource
 from .outcome import Outcome, OutcomeReporter
-from .parameters import BY_NAME, check_all, is_set, load_limits, move_limits, package_file, PARAMETERS, \
-    ParameterSet, solver_options, xacro_args
+from .parameters import BY_NAME, check_all, checked_xacro_args, is_set, load_limits, move_limits, package_file, \
+    PARAMETERS, ParameterSet, solver_options
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
 from .worker import Worker
@@ -122,11 +122,7 @@ class IKSolverNode(Node):
         self.create_subscription(MarkerArray, '~/collision_objects',
                                  lambda msg: self.worker.post(self._apply_collision_objects, msg), 10)
         self._name_check = self.create_timer(NAME_CHECK_DELAY, self._check_unique_name)
-        try:
-            args = xacro_args(p['xacro_args'])
-        except ValueError as exc:
-            self.get_logger().error(f'{exc}; loading without xacro arguments')
-            args = {}
+        args = checked_xacro_args(p['xacro_args'], self.get_logger())
         self._xacro_args = args
         self.model_source = ModelSource(self, p['base_link'], p['tip_link'], self._use_model, p['robot_description'],
                                         p['urdf_file'], args, p['robot_description_topic'])

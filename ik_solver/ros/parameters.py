@@ -316,6 +316,15 @@ def package_file(path):
     return path if not path or os.path.isabs(path) else share_path(path)
 
 
+def checked_xacro_args(values, logger):
+    """xacro_args as ``xacro_args`` reads them; a bad entry is logged and none are used, so the node still starts."""
+    try:
+        return xacro_args(values)
+    except ValueError as exc:
+        logger.error(f'{exc}; loading without xacro arguments')
+        return {}
+
+
 def xacro_args(values):
     """{name: value} of the xacro_args parameter's 'name:=value' strings; ValueError naming a bad one."""
     args = {}

@@ -106,7 +106,8 @@ class ServoNode(Node):
         self.joint_states = JointStateTracker(self, p['joint_states_topic'], p['joint_states_timeout'],
                                               callback_group=inputs)
         self.frames = TargetFrames(self)
-        self.model_source = ModelSource(self, p['base_link'], p['tip_link'], self._use_model, **model_arguments(p))
+        self.model_source = ModelSource(self, p['base_link'], p['tip_link'], self._use_model,
+                                        **model_arguments(p, self.get_logger()))
         self._publisher = self._make_output(p)
         self.status_pub = self.create_publisher(ServoStatus, '~/status', 10)
         self.create_subscription(TwistStamped, '~/delta_twist_cmds', self._on_twist, COMMAND_QOS,

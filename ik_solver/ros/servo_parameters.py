@@ -6,7 +6,7 @@ its limits the same way; the rest are the servo's.
 """
 import numpy as np
 
-from .parameters import BY_NAME, is_set, Param, xacro_args
+from .parameters import BY_NAME, checked_xacro_args, is_set, Param
 from ..core.nullspace import NullspaceGoals
 from ..motion.servo import COMMAND_IN_TYPES, ServoSettings
 
@@ -128,10 +128,11 @@ def drift_dimensions(text):
     return tuple(axis in names for axis in AXES)
 
 
-def model_arguments(values):
-    """Keyword arguments of ModelSource for these values."""
+def model_arguments(values, logger):
+    """Keyword arguments of ModelSource for these values (a bad xacro_args entry: logged, none used)."""
     return {'description': values['robot_description'], 'urdf_file': values['urdf_file'],
-            'xacro_args': xacro_args(values['xacro_args']), 'topic': values['robot_description_topic']}
+            'xacro_args': checked_xacro_args(values['xacro_args'], logger),
+            'topic': values['robot_description_topic']}
 
 
 def defaults():

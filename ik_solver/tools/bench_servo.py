@@ -15,7 +15,8 @@ the servo as a teleop would and measures, at the receiver:
 - the servo process's CPU use, and which of its threads run under a real-time
   policy (the loop thread asks for SCHED_FIFO at ``thread_priority``, as MoveIt Servo's does);
 - the largest commanded joint velocity, acceleration and jerk (differences of
-  the position stream at its nominal period) as fractions of the servo's limits.
+  the position stream at its nominal period) as fractions of the servo's limits
+  (read from servo_ik7.yaml's limit parameters, as the servo reads them).
 
     python -m ik_solver.tools.bench_servo [--seconds 60] [--rates 100 500]
 """
@@ -36,13 +37,10 @@ from trajectory_msgs.msg import JointTrajectory
 from .bench_node import cpu_seconds, echo_node, percentiles
 from .launcher import NodeProcess
 from .resources import arm_files
-from .servo_demo import ServoClient, start_servo
+from .servo_demo import servo_limits, ServoClient, start_servo
 from ..core.chain import load_chain
-from ..motion.limits import load_joint_limits
 from ..ros.ik_node import TARGET_QOS
 
-#: The servo's acceleration_ramp_time (servo_ik7.yaml): jerk limit = acceleration / this, as the servo uses it.
-RAMP_TIME = 0.05
 #: Command intervals longer than this many periods are pauses of the stream (halted), not cycle periods.
 GAP = 5
 
@@ -100,13 +98,13 @@ def periods_ms(samples, period):
     return intervals[intervals < GAP * period] * 1e3
 
 
-def limit_fractions(samples, period, limits):
+def limit_fractions(samples, period, limits, ramp_time):
     """Largest |v|, |a|, |jerk| of the command stream over the limits, within runs of consecutive commands."""
     stamps = np.array([s[0] for s in samples])
     Q = np.array([s[2] for s in samples])
     breaks = np.flatnonzero(np.diff(stamps) >= GAP * period) + 1
     worst = np.zeros(3)
-    jerk = limits.acceleration / RAMP_TIME
+    jerk = np.where(np.isfinite(limits.jerk), limits.jerk, limits.acceleration / ramp_time)   # as the servo
     for run in np.split(np.arange(len(Q)), breaks):
         if len(run) < 4:
             continue
@@ -244,7 +242,7 @@ def bench_rate(chain, limits, rate, seconds, rng, loop='thread'):
         if len(samples) < 10:
             raise SystemExit(f'only {len(samples)} commands received:\n' + servo.output()[-3000:])
         return (periods_ms(samples, period), (latencies, streaming), (cpu, real_time),
-                limit_fractions(samples, period, limits))
+                limit_fractions(samples, period, *limits))
     finally:
         client.close()
         servo.stop()
@@ -262,7 +260,7 @@ def main(argv=None):
         from ..ros.spin import run_node
         return run_node(echo_node, [a for a in sys.argv if a != '--echo'])
     chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
-    limits = load_joint_limits(chain).limits
+    limits = servo_limits(chain)
     rng = np.random.default_rng(11)
     rclpy.init()
     try:

@@ -13,6 +13,7 @@ benchmark use to drive the node.
 """
 import argparse
 import json
+import logging
 import pathlib
 import tempfile
 import threading
@@ -27,12 +28,16 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool
+import yaml
 
 from .launcher import node_args, NodeProcess
 from .resources import arm_files, share_path
 from ..core.chain import load_chain
+from ..core.transforms import rotation_vector
 from ..motion.servo import Status
 from ..ros.messages import matrix_to_pose, pose_to_matrix
+from ..ros.parameters import load_limits, move_limits
+from ..ros.servo_parameters import defaults, JOINT_STATE
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 #: What a ServoClient records by default (each costs its executor time at the topic's rate).
@@ -47,8 +52,33 @@ def servo_config():
     return str(path)
 
 
+def servo_values():
+    """Return the servo's parameter values with servo_ik7.yaml: the declared defaults, then the file's (names flat)."""
+    with open(servo_config()) as f:
+        configured = next(v['ros__parameters'] for k, v in yaml.safe_load(f).items() if k.endswith('ik_servo'))
+    return {**defaults(), **dict(_flat(configured))}
+
+
+def _flat(values, prefix=''):
+    for name, value in values.items():
+        if isinstance(value, dict):
+            yield from _flat(value, f'{prefix}{name}.')
+        else:
+            yield f'{prefix}{name}', value
+
+
+def servo_limits(chain):
+    """(limits, acceleration_ramp_time) the servo uses with servo_ik7.yaml, by the node's own parameter code."""
+    values = servo_values()
+    return move_limits(load_limits(values, chain, logging.getLogger('servo')), values), values['acceleration_ramp_time']
+
+
 def start_servo(servo_params=None, sim_params=None, prefix='servo', namespace=''):
-    """Start sim_arm_node and ik_servo_node (servo_ik7.yaml plus overrides); return (sim, servo) processes."""
+    """Start sim_arm_node and ik_servo_node (servo_ik7.yaml plus overrides); return (sim, servo) processes.
+
+    The servo takes joint jogs as sensor_msgs/JointState (``ServoClient.jog``)
+    on every install, also where control_msgs would make ``auto`` pick JointJog.
+    """
     urdf, _ = arm_files('ik7')
     config = servo_config()
     logs = [tempfile.NamedTemporaryFile(prefix=f'{prefix}_{name}_', suffix='.log', delete=False).name
@@ -56,8 +86,8 @@ def start_servo(servo_params=None, sim_params=None, prefix='servo', namespace=''
     remap = ['-r', f'__ns:={namespace}'] if namespace else []
     sim = NodeProcess('sim.sim_arm_node', node_args(config, {'urdf_file': urdf, **(sim_params or {})}) + remap,
                       logs[0])
-    servo = NodeProcess('ros.servo_node', node_args(config, {'urdf_file': urdf, **(servo_params or {})}) + remap,
-                        logs[1])
+    servo_params = {'urdf_file': urdf, 'joint_command_in_type': JOINT_STATE, **(servo_params or {})}
+    servo = NodeProcess('ros.servo_node', node_args(config, servo_params) + remap, logs[1])
     return sim, servo
 
 
@@ -217,16 +247,18 @@ class ServoClient(Node):
 
 
 def tip_velocities(tips, window=0.05):
-    """Return (times, base-frame tip velocities) by differences of the simulator's tip poses ``window`` apart."""
+    """Return (times, base-frame tip twists [v, w]) by differences of the simulator's tip poses ``window`` apart."""
     times = np.array([t for t, _ in tips])
-    positions = np.array([T[:3, 3] for _, T in tips])
+    poses = [T for _, T in tips]
     out_t, out_v = [], []
     for i, t in enumerate(times):
         j = np.searchsorted(times, t + window)
         if j < len(times):
+            dt = times[j] - t
+            turn = rotation_vector(poses[j][:3, :3] @ poses[i][:3, :3].T)
             out_t.append(0.5 * (t + times[j]))
-            out_v.append((positions[j] - positions[i]) / (times[j] - t))
-    return np.array(out_t), np.array(out_v)
+            out_v.append(np.concatenate([(poses[j][:3, 3] - poses[i][:3, 3]) / dt, turn / dt]))
+    return np.array(out_t), np.array(out_v).reshape(-1, 6)
 
 
 def commanded_joint_velocities(commands, period):
@@ -282,37 +314,37 @@ def plot(path, chain, client, segments, commanded, limits_velocity, thresholds, 
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     t_start = segments[0][1]
-    fig, axes = plt.subplots(3, 1, figsize=(11, 10), sharex=True)
+    fig, axes = plt.subplots(4, 1, figsize=(11, 12), sharex=True)
     t_tip, v_tip = tip_velocities(client.since(client.tips, t_start), window=0.1)
-    if commanded:
-        t_cmd = np.array([t for t, _ in commanded]) - t_start
-        v_cmd = np.array([v[:3] for _, v in commanded])
+    t_cmd = np.array([t for t, _ in commanded]) - t_start
+    v_cmd = np.array([v for _, v in commanded]).reshape(-1, 6)
+    linear, angular, conditioning, joint_speeds = axes
+    for ax, offset, symbol, unit in ((linear, 0, 'v', 'm/s'), (angular, 3, 'ω', 'rad/s')):
         for k, axis in enumerate('xyz'):
-            axes[0].plot(t_cmd, v_cmd[:, k], '--', color=f'C{k}', lw=1, label=f'commanded v{axis}')
-    for k, axis in enumerate('xyz'):
-        axes[0].plot(t_tip - t_start, v_tip[:, k], color=f'C{k}', lw=1.2, label=f'measured v{axis}')
-    axes[0].set_ylabel('tip velocity [m/s]')
-    axes[0].legend(ncol=2, fontsize=8, loc='upper right')
+            ax.plot(t_cmd, v_cmd[:, offset + k], '--', color=f'C{k}', lw=1, label=f'commanded {symbol}{axis}')
+            ax.plot(t_tip - t_start, v_tip[:, offset + k], color=f'C{k}', lw=1.2, label=f'measured {symbol}{axis}')
+        ax.set_ylabel(f'tip {"linear" if offset == 0 else "angular"} velocity\n[{unit}], base frame')
+        ax.legend(ncol=3, fontsize=8, loc='upper right')
     joints = client.since(client.joints, t_start)
     t_q, cond = condition_numbers(chain, joints)
-    axes[1].semilogy(t_q - t_start, cond, color='k', lw=1.2, label='condition number (measured joints)')
+    conditioning.semilogy(t_q - t_start, cond, color='k', lw=1.2, label='condition number (measured joints)')
     names = ('lower_singularity_threshold', 'hard_stop_singularity_threshold')
     for value, style, name in zip(thresholds, (':', '--'), names):
-        axes[1].axhline(value, ls=style, color='r', label=f'{name} {value:g}')
-    axes[1].set_ylabel('cond(J)')
-    axes[1].legend(fontsize=8, loc='upper right')
+        conditioning.axhline(value, ls=style, color='r', label=f'{name} {value:g}')
+    conditioning.set_ylabel('cond(J)')
+    conditioning.legend(fontsize=8, loc='upper right')
     t_c, v_c = commanded_joint_velocities(client.since(client.commands, t_start), period)
     for i, name in enumerate(chain.joint_names):
-        line, = axes[2].plot(t_c - t_start, v_c[:, i], lw=1.2, label=name)
-        axes[2].axhline(limits_velocity[i], color=line.get_color(), ls=':', lw=0.8)
-        axes[2].axhline(-limits_velocity[i], color=line.get_color(), ls=':', lw=0.8)
-    axes[2].set_ylabel('commanded joint velocity\n[rad/s] (dotted: limits)')
-    axes[2].set_xlabel('time [s]')
-    axes[2].legend(ncol=4, fontsize=8, loc='upper right')
+        line, = joint_speeds.plot(t_c - t_start, v_c[:, i], lw=1.2, label=name)
+        joint_speeds.axhline(limits_velocity[i], color=line.get_color(), ls=':', lw=0.8)
+        joint_speeds.axhline(-limits_velocity[i], color=line.get_color(), ls=':', lw=0.8)
+    joint_speeds.set_ylabel('commanded joint velocity\n[rad/s] (dotted: limits)')
+    joint_speeds.set_xlabel('time [s]')
+    joint_speeds.legend(ncol=4, fontsize=8, loc='upper right')
     for label, t0, t1 in segments:
         for ax in axes:
             ax.axvspan(t0 - t_start, t1 - t_start, alpha=0.04 if segments.index((label, t0, t1)) % 2 else 0.0)
-        axes[0].text(t0 - t_start, axes[0].get_ylim()[1], label.split(' ')[0] + '…', fontsize=7, va='top')
+        linear.text(t0 - t_start, linear.get_ylim()[1], label.split(' ')[0] + '…', fontsize=7, va='top')
     fig.suptitle('ik_servo_node on the simulated ik7: twists toward a singularity and into a joint limit')
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -340,7 +372,10 @@ def main(argv=None):
         print('status codes met, in order: ' + ' -> '.join(Status(c).name for c in met))
         violations = client.since(client.violations, segments[0][1])
         print(f'limit violations reported by the simulator: {len(violations)}')
-        plot(args.output, chain, client, segments, commanded, chain.velocity_limits, (17.0, 30.0), 0.01)
+        values = servo_values()
+        thresholds = values['lower_singularity_threshold'], values['hard_stop_singularity_threshold']
+        plot(args.output, chain, client, segments, commanded, servo_limits(chain)[0].velocity, thresholds,
+             values['publish_period'])
         print(f'wrote {args.output}')
     finally:
         client.close()
