@@ -106,13 +106,30 @@ def test_unitless_commands_are_scaled(chain):
     np.testing.assert_allclose(tip_twist(chain, q_a, run.q, run.dt), [0.1, 0, 0, 0, 0, 0.2], atol=2e-3)
 
 
-def test_drift_dimensions_leave_free_axes_and_keep_the_others(chain):
-    run = Run(chain, drift_dimensions=(False, False, False, True, True, True))
-    command = TwistCommand(np.array([0.0, 0.1, 0.0, 0.0, 0.0, 0.0]))
-    run.cycles(60, command)
+def command_frame_twist(run, command, cycles=60):
+    """Tip twist over one cycle after ``cycles`` of ``command``, by FK differences, in the command's frame."""
+    run.cycles(cycles, command)
     q_a = run.q.copy()
     run.cycles(1, command)
-    np.testing.assert_allclose(tip_twist(chain, q_a, run.q, run.dt)[:3], [0, 0.1, 0], atol=2e-3)
+    R = np.eye(3) if command.frame is None else run.chain.fk(q_a, command.frame)[:3, :3]
+    measured = tip_twist(run.chain, q_a, run.q, run.dt)
+    return np.concatenate([R.T @ measured[:3], R.T @ measured[3:]])
+
+
+@pytest.mark.parametrize('frame', [None, 'tool0'], ids=['base', 'tool'])
+def test_drift_dimensions_leave_free_axes_and_keep_the_others(chain, frame):
+    """Axes rx and ry of the command frame drift: their commands are ignored, the other four are kept."""
+    drift = (False, False, False, True, True, False)
+    kept = np.array([0.0, 0.1, 0.0, 0.0, 0.0, 0.2])
+    on_free_axes = kept + np.array([0, 0, 0, 0.5, -0.4, 0])
+    run = Run(chain, drift_dimensions=drift)
+    free = command_frame_twist(run, TwistCommand(kept, frame))
+    np.testing.assert_allclose(free[[0, 1, 2, 5]], kept[[0, 1, 2, 5]], atol=2e-3)
+    # freed from holding rx and ry, the minimum-norm motion turns about them (0.03 rad/s in base, 0.2 in tool0)
+    assert np.linalg.norm(free[3:5]) > 0.01, free
+    ignored = Run(chain, drift_dimensions=drift)
+    command_frame_twist(ignored, TwistCommand(on_free_axes, frame))
+    np.testing.assert_allclose(ignored.arrays()[0], run.arrays()[0], rtol=0, atol=1e-12)
 
 
 def test_a_second_of_twist_moves_the_tip_that_far(chain):
@@ -168,6 +185,42 @@ def test_stretching_into_the_singularity_slows_halts_and_reversing_leaves(chain)
     assert back[-1].condition_number < conditions[-1]
     assert Status.DECELERATE_FOR_LEAVING_SINGULARITY in {o.status for o in back}
     assert_within_limits(run)
+
+
+@pytest.mark.parametrize('elbow, away_moves', [(-0.3, True), (-0.15, False)], ids=['cond39', 'cond78'])
+def test_beyond_the_hard_stop_only_motion_away_is_allowed(chain, elbow, away_moves):
+    """From cond 39 (past 30, within 30 x leaving multiplier 2) only leaving moves; from cond 78 nothing does.
+
+    Toward and away are the tip twists of straightening and bending the elbow
+    (J e4); the truth for each is the change of the condition number along the
+    least-squares joint motion for it.
+    """
+    q0 = HOME.copy()
+    q0[3] = elbow
+    J = chain.jacobian(q0)
+    condition = np.linalg.cond(J)
+    settings = ServoSettings()
+    assert settings.hard_stop_singularity_threshold < condition
+    assert (condition < settings.hard_stop_singularity_threshold
+            * settings.leaving_singularity_threshold_multiplier) == away_moves
+    toward = 0.1 * J[:, 3]
+    assert np.linalg.cond(chain.jacobian(q0 + 1e-4 * np.linalg.pinv(J) @ toward)) > condition
+    run = Run(chain, q0=q0)
+    out = run.cycles(50, TwistCommand(toward))
+    assert {o.status for o in out} == {Status.HALT_FOR_SINGULARITY}
+    assert all(o.velocity_scale == 0.0 and not np.any(o.state.velocity) for o in out)
+    np.testing.assert_array_equal(run.q, q0)
+    run = Run(chain, q0=q0)
+    out = run.cycles(50, TwistCommand(-toward))
+    if away_moves:
+        assert {o.status for o in out} == {Status.DECELERATE_FOR_LEAVING_SINGULARITY}
+        assert np.linalg.cond(chain.jacobian(run.q)) < condition - 1.0
+        moved = chain.fk(run.q)[:3, 3] - chain.fk(q0)[:3, 3]
+        assert moved @ -toward[:3] > 0.9 * np.linalg.norm(moved) * np.linalg.norm(toward[:3])   # along the command
+        assert_within_limits(run)
+    else:
+        assert {o.status for o in out} == {Status.HALT_FOR_SINGULARITY}
+        np.testing.assert_array_equal(run.q, q0)
 
 
 def test_joint_jog_stops_at_the_margin(chain):

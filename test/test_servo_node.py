@@ -19,11 +19,15 @@ from ik_solver.tools.servo_demo import commanded_joint_velocities, HOME, ServoCl
 import rclpy  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
-#: Known to fail under CI load or an open defect: run and reported (XPASS when it passes), not hidden.
+#: Only the magnitudes (distance, tracking lag) that depend on the test's own 100 Hz stream keeping its
+#: schedule: run and reported (XPASS when it passes), not hidden.  Direction, drift, codes and limits of the
+#: same runs are asserted strictly by the tests that share their measurements (``measured_once``).
 LOAD_SENSITIVE = pytest.mark.xfail(strict=False, reason=(
     'timing-sensitive (issue 11): distance or tracking over time; passes on a quiet machine, but at a load '
     'average of 6-8 on 2 cores the 100 Hz stream of the test is starved and the tip moved 60-80 % of the distance'
 ))
+#: A starved stream covers at least this fraction of the commanded distance (60-80 % measured at load 6-8).
+STARVED = 0.3
 
 ACCELERATION = 2.0      # rad/s^2, every joint (the joint_limits file both nodes read)
 PERIOD = 0.01
@@ -109,18 +113,29 @@ def stream_jog(client, names, velocities, seconds=1.0):
     assert client.wait_rest()
 
 
-def best_of(attempts, measure, accept):
-    """Run ``measure()`` until ``accept`` holds for a result, at most ``attempts`` times; return all results.
+@pytest.fixture(scope='module')
+def measurements():
+    """Share runs between a strict test and the load-sensitive test of the same motion (key: what was run)."""
+    return {}
+
+
+def measured_once(measurements, key, measure):
+    """Return the first ``measure()`` result under ``key``, running it only if no test has yet."""
+    if key not in measurements:
+        measurements[key] = measure()
+    return measurements[key]
+
+
+def best_of(attempts, measure, accept, first):
+    """Results from ``first`` on, running ``measure()`` again until ``accept`` holds, at most ``attempts`` in all.
 
     For the bounds that depend on the servo loop keeping its schedule: on this shared machine a process may
     be descheduled for longer than incoming_command_timeout or MAX_LAG, which costs distance (as it would
     with MoveIt Servo); one clean attempt out of three shows the servo's own accuracy.
     """
-    results = []
-    for _ in range(attempts):
+    results = [first]
+    while len(results) < attempts and not accept(results[-1]):
         results.append(measure())
-        if accept(results[-1]):
-            break
     return results
 
 
@@ -145,33 +160,64 @@ def commands_within_limits(arm, ik7, since):
     return Q, V
 
 
-@pytest.mark.parametrize('frame, linear, angular', [
-    ('base_link', (0.1, 0.0, 0.0), (0.0, 0.0, 0.0)),
-    ('tool0', (0.1, 0.0, 0.0), (0.0, 0.0, 0.0)),
-    ('tool0', (0.0, 0.0, 0.0), (0.0, 0.0, 0.3)),
-], ids=['base_x', 'tool_x', 'tool_rz'])
+#: The issue's one-second twists: (frame, linear m/s, angular rad/s), in speed units.
+TWISTS = {
+    'base_x': ('base_link', (0.1, 0.0, 0.0), (0.0, 0.0, 0.0)),
+    'tool_x': ('tool0', (0.1, 0.0, 0.0), (0.0, 0.0, 0.0)),
+    'tool_rz': ('tool0', (0.0, 0.0, 0.0), (0.0, 0.0, 0.3)),
+}
+
+
+def twist_motion(arm, frame, linear, angular):
+    """Stream one twist from home; return (moved, turned) of the tip in the twist's frame at the start."""
+    since = at_home(arm)
+    T0 = tip(arm)
+    stream_twist(arm.client, linear, angular, frame)
+    T1 = tip(arm)
+    no_violations(arm, since)
+    R = np.eye(3) if frame == 'base_link' else T0[:3, :3]
+    return R.T @ (T1[:3, 3] - T0[:3, 3]), R.T @ rotation_vector(T1[:3, :3] @ T0[:3, :3].T)
+
+
+def along_and_across(vector, direction):
+    """Return the component of ``vector`` along the unit ``direction`` and the norm of the rest."""
+    along = float(vector @ direction)
+    return along, float(np.linalg.norm(vector - along * direction))
+
+
+@pytest.mark.parametrize('case', TWISTS)
+def test_a_one_second_twist_moves_the_tip_in_its_direction_only(arm, measurements, case):
+    """Direction and drift hold however starved the stream: a shorter stream is a shorter motion, not a skew."""
+    frame, linear, angular = TWISTS[case]
+    moved, turned = measured_once(measurements, case, lambda: twist_motion(arm, *TWISTS[case]))
+    if np.any(linear):
+        commanded = np.linalg.norm(linear)
+        along, across = along_and_across(moved, np.array(linear) / commanded)
+        assert STARVED * commanded < along < 1.05 * commanded, moved
+        assert across < 5e-3, moved                         # off-axis drift (5 % of the distance)
+        assert np.linalg.norm(turned) < 0.01, turned        # orientation drift (issue 11)
+    else:
+        commanded = np.linalg.norm(angular)
+        along, across = along_and_across(turned, np.array(angular) / commanded)
+        assert STARVED * commanded < along < 1.05 * commanded, turned
+        assert across < 0.01, turned                        # drift of the other rotation axes
+        assert np.linalg.norm(moved) < 5e-3, moved          # the tip point stays
+
+
+@pytest.mark.parametrize('case', TWISTS)
 @LOAD_SENSITIVE
-def test_a_one_second_twist_moves_the_tip_that_far(arm, ik7, frame, linear, angular):
-    expected_p, expected_r = np.array(linear), np.array(angular)
+def test_a_one_second_twist_moves_the_tip_that_far(arm, measurements, case):
+    _, linear, angular = TWISTS[case]
 
     def measure():
-        since = at_home(arm)
-        T0 = tip(arm)
-        stream_twist(arm.client, linear, angular, frame)
-        T1 = tip(arm)
-        no_violations(arm, since)
-        R = np.eye(3) if frame == 'base_link' else T0[:3, :3]   # the twist's frame at the start
-        return R.T @ (T1[:3, 3] - T0[:3, 3]), R.T @ rotation_vector(T1[:3, :3] @ T0[:3, :3].T)
+        return twist_motion(arm, *TWISTS[case])
 
-    def accept(result):
+    def accept(result):   # 5 % of the commanded distance or angle (issue 11)
         moved, turned = result
-        # 5 % of the commanded distance (issue 11); 5 mm / 0.01 rad of drift on the other axes
-        if np.any(expected_p):
-            return (np.linalg.norm(moved - expected_p) <= 0.05 * np.linalg.norm(expected_p)
-                    and np.linalg.norm(turned) < 0.01)
-        return np.linalg.norm(turned - expected_r) <= 0.05 * np.linalg.norm(expected_r) and np.linalg.norm(moved) < 5e-3
+        moved_or_turned, commanded = (moved, linear) if np.any(linear) else (turned, angular)
+        return np.linalg.norm(moved_or_turned - commanded) <= 0.05 * np.linalg.norm(commanded)
 
-    results = best_of(3, measure, accept)
+    results = best_of(3, measure, accept, measured_once(measurements, case, measure))
     assert accept(results[-1]), results
 
 
@@ -191,9 +237,15 @@ def test_stretching_into_the_singularity_decelerates_halts_and_reversing_leaves(
     arm.client.stream(lambda t: arm.client.twist((0.0, 0.0, 0.0)), 0.3)
     q_back, _ = arm.client.latest(arm.client.joints)
     assert tip(arm)[0, 3] < x_halt - 0.05
-    assert np.linalg.cond(ik7.jacobian(q_back)) < condition
-    codes_back = {m.code for _, m in arm.client.since(arm.client.statuses, back)}
-    assert codes_back & {Status.DECELERATE_FOR_LEAVING_SINGULARITY, Status.NO_WARNING}, codes_back
+    # moving away: the condition number measured on the simulator's joints falls, first through the band
+    # where the servo reports leaving, then below the lower threshold (17), where it reports no warning
+    conditions_back = [np.linalg.cond(ik7.jacobian(q)) for _, (q, _) in arm.client.since(arm.client.joints, back)]
+    assert conditions_back[-1] < 17.0 < condition, (conditions_back[-1], condition)
+    codes_back = [m.code for _, m in arm.client.since(arm.client.statuses, back)]
+    assert Status.DECELERATE_FOR_LEAVING_SINGULARITY in codes_back, codes_back
+    leaving = codes_back.index(Status.DECELERATE_FOR_LEAVING_SINGULARITY)
+    assert Status.NO_WARNING in codes_back[leaving:], codes_back
+    assert not {Status.HALT_FOR_SINGULARITY, Status.DECELERATE_FOR_APPROACHING_SINGULARITY} & set(codes_back[leaving:])
     commands_within_limits(arm, ik7, since)
     no_violations(arm, since)
 
@@ -241,19 +293,29 @@ def test_stopping_the_commands_decelerates_to_rest_within_the_acceleration_limit
     assert arm.client.wait_rest()
     commands = arm.client.since(arm.client.commands, since)
     times, V = commanded_joint_velocities(commands, PERIOD)
-    moving = times[np.abs(V).max(axis=1) > 1e-9]
-    # rest within the watchdog timeout plus what the acceleration limit implies (v / a, the jerk ramp) and
-    # 0.3 s of slack for this loaded machine's delivery delays
-    assert moving[-1] - last <= TIMEOUT + 0.4 / ACCELERATION + 0.05 + 0.3
-    assert moving[-1] - last >= 0.4 / ACCELERATION * 0.9      # it braked, it did not stop dead
+    speed = np.abs(V).max(axis=1)
+    braking = speed[np.flatnonzero(speed > 0.99 * speed.max())[-1]:]   # from the last command at full speed
+    resting = np.flatnonzero(braking <= 1e-9)
+    assert len(resting), braking
+    # Braking from v at the acceleration limit a takes at least v / a = 0.2 s: counted in the servo's own
+    # cycles (its commands, one per period while moving), so delivery delays do not count; a dead stop takes
+    # one cycle.  Margin: one cycle for where full speed ends.
+    v_over_a = speed.max() / ACCELERATION
+    assert resting[0] * PERIOD >= v_over_a - PERIOD, (resting[0], v_over_a)
+    moving = times[speed > 1e-9]
+    # By the clock: the watchdog waits TIMEOUT after the last command (sent at most a period before ``last``,
+    # 0.05 s margin for the test's thread), then brakes for v / a (10 % margin); at rest within that plus
+    # the jerk ramp (0.05 s) and 0.3 s of slack for this loaded machine's delivery delays.
+    assert moving[-1] - last >= TIMEOUT - 0.05 + 0.9 * v_over_a
+    assert moving[-1] - last <= TIMEOUT + v_over_a + 0.05 + 0.3
     commands_within_limits(arm, ik7, since)
     codes = {m.code for _, m in arm.client.since(arm.client.statuses, last)}
     assert Status.STALE_COMMAND in codes
     no_violations(arm, since)
 
 
-@LOAD_SENSITIVE
-def test_pause_and_resume(arm, ik7):
+def pause_and_resume(arm):
+    """Stream +y while paused, then resume and stream it again; return what was measured."""
     at_home(arm)
     assert arm.client.pause(True).success
     try:
@@ -261,42 +323,88 @@ def test_pause_and_resume(arm, ik7):
         q0, _ = arm.client.latest(arm.client.joints)
         arm.client.stream(lambda t: arm.client.twist((0.0, 0.1, 0.0)), 1.0)
         q1, _ = arm.client.latest(arm.client.joints)
-        assert np.abs(q1 - q0).max() < 1e-3
-        assert {m.code for _, m in arm.client.since(arm.client.statuses, paused + 0.2)} == {Status.PAUSED}
+        codes = {m.code for _, m in arm.client.since(arm.client.statuses, paused + 0.2)}
     finally:  # later tests (and a rerun) need a running servo
         assert arm.client.pause(False).success
-    y0 = tip(arm)[1, 3]
+    resumed = time.monotonic()
+    T0 = tip(arm)
     stream_twist(arm.client, (0.0, 0.1, 0.0), (0, 0, 0))
-    assert tip(arm)[1, 3] - y0 > 0.08
+    return {'paused_motion': np.abs(q1 - q0).max(), 'paused_codes': codes, 'resumed': resumed,
+            'moved': tip(arm)[:3, 3] - T0[:3, 3]}
+
+
+def test_pause_stops_the_arm_and_resume_moves_it_again(arm, measurements):
+    run = measured_once(measurements, 'pause', lambda: pause_and_resume(arm))
+    assert run['paused_motion'] < 1e-3
+    assert run['paused_codes'] == {Status.PAUSED}
+    along, across = along_and_across(run['moved'], np.array([0.0, 1.0, 0.0]))
+    assert along > STARVED * 0.1 and across < 5e-3, run['moved']
+    assert Status.PAUSED not in {m.code for _, m in arm.client.since(arm.client.statuses, run['resumed'] + 0.2)}
+    no_violations(arm, run['resumed'])
 
 
 @LOAD_SENSITIVE
-def test_a_pose_target_moving_on_a_circle_is_tracked(arm, ik7):
+def test_resumed_twist_covers_its_distance(arm, measurements):
+    run = measured_once(measurements, 'pause', lambda: pause_and_resume(arm))
+    assert run['moved'][1] > 0.08
+
+
+CIRCLE_RADIUS, CIRCLE_PERIOD = 0.05, 4.0
+
+
+def circle_goal(T0, t):
+    """Return the pose target at ``t``: a circle in the y-z plane through the start, its centre above it."""
+    angle = 2 * np.pi * t / CIRCLE_PERIOD
+    return make_pose(T0[:3, 3] + CIRCLE_RADIUS * np.array([0.0, np.sin(angle), 1.0 - np.cos(angle)]), T0[:3, :3])
+
+
+def track_circle(arm):
+    """Stream the moving pose target twice round; return the start pose, tip samples [(t, T)] and end pose."""
     since = at_home(arm)
     T0 = tip(arm)
-    radius, period = 0.05, 4.0
-    center = T0[:3, 3] + np.array([0.0, 0.0, radius])
-
-    def goal(t):
-        angle = 2 * np.pi * t / period
-        return make_pose(T0[:3, 3] + radius * np.array([0.0, np.sin(angle), 1.0 - np.cos(angle)]), T0[:3, :3])
     start = arm.client.now()
-    arm.client.stream(lambda t: arm.client.pose(goal(t)), 2 * period, rate=50.0)
+    arm.client.stream(lambda t: arm.client.pose(circle_goal(T0, t)), 2 * CIRCLE_PERIOD, rate=50.0)
     # Each tip pose against the goal at the instant the simulator measured it (its header stamp), so delays
     # of this test's own executor do not count.
     with arm.client.lock:
-        samples = [(t - start, T[:3, 3]) for t, T in arm.client.stamped_tips if 1.0 < t - start < 2 * period]
-    lags = [np.linalg.norm(p - goal(t)[:3, 3]) for t, p in samples]
-    off_path = [np.hypot(p[0] - center[0], np.hypot(p[1] - center[1], p[2] - center[2]) - radius)
-                for _, p in samples]
+        samples = [(t - start, T) for t, T in arm.client.stamped_tips if 1.0 < t - start < 2 * CIRCLE_PERIOD]
+    assert arm.client.wait_rest()
+    no_violations(arm, since)
+    return T0, samples, tip(arm)
+
+
+def off_circle(T0, samples):
+    """Offsets of the tip samples from the circle's plane (x) and radius (positive: outside)."""
+    center = T0[:3, 3] + np.array([0.0, 0.0, CIRCLE_RADIUS])
+    offsets = np.array([T[:3, 3] - center for _, T in samples])
+    return offsets[:, 0], np.hypot(offsets[:, 1], offsets[:, 2]) - CIRCLE_RADIUS
+
+
+def test_a_pose_target_moving_on_a_circle_is_followed(arm, measurements):
+    """Check what holds however late the goals arrive.
+
+    Late goals jump along the circle and the tip then cuts a chord inside it, still in its plane; the
+    orientation is held, and the last goal is reached.
+    """
+    T0, samples, T_end = measured_once(measurements, 'circle', lambda: track_circle(arm))
+    assert len(samples) > 100
+    plane, radial = off_circle(T0, samples)
+    assert np.abs(plane).max() < 3e-3 and radial.max() < 5e-3, (np.abs(plane).max(), radial.max())
+    turned = [np.linalg.norm(rotation_vector(T[:3, :3] @ T0[:3, :3].T)) for _, T in samples]
+    assert max(turned) < 0.01
+    angles = np.unwrap([np.arctan2(T[1, 3] - T0[1, 3], CIRCLE_RADIUS - (T[2, 3] - T0[2, 3])) for _, T in samples])
+    assert angles[-1] - angles[0] > 2 * np.pi, angles[-1] - angles[0]   # round the circle (1.75 turns sampled)
+    assert np.linalg.norm(T_end[:3, 3] - circle_goal(T0, 2 * CIRCLE_PERIOD)[:3, 3]) < 2e-3
+
+
+@LOAD_SENSITIVE
+def test_a_pose_target_moving_on_a_circle_is_tracked(arm, measurements):
+    T0, samples, _ = measured_once(measurements, 'circle', lambda: track_circle(arm))
+    lags = [np.linalg.norm(T[:3, 3] - circle_goal(T0, t)[:3, 3]) for t, T in samples]
     # Stated bounds: the tip stays within 5 mm of the circle; it trails the moving goal by about
     # speed / gain (2 pi 0.05 / 4 / 10 = 7.9 mm) plus the goal, command and state delays: median below 1.5 cm.
-    assert len(samples) > 100
-    assert max(off_path) < 5e-3, max(off_path)
+    assert np.abs(off_circle(T0, samples)[1]).max() < 5e-3
     assert np.median(lags) < 0.015, np.median(lags)
-    assert arm.client.wait_rest()
-    assert np.linalg.norm(tip(arm)[:3, 3] - goal(2 * period)[:3, 3]) < 2e-3
-    no_violations(arm, since)
 
 
 def test_status_is_on_diagnostics(arm):
@@ -311,42 +419,63 @@ def test_status_is_on_diagnostics(arm):
     assert {'status', 'condition_number', 'cycle_period_p50_ms'} <= keys
 
 
-@pytest.mark.parametrize('output', ['velocity', 'joint_trajectory'])
-@LOAD_SENSITIVE
-def test_other_output_types_drive_the_simulator(ros, ik7, limits_file, output):
-    if output == 'velocity':
-        servo = {'command_out_kind': 'velocity', 'command_out_topic': 'forward_velocity_controller/commands'}
-        sim = {'controller_type': 'forward_velocity'}
-        client = {'command_topic': 'forward_velocity_controller/commands'}
-        # A forward_velocity_controller integrates each velocity until the next one arrives: the distance is
-        # open loop (as with MoveIt Servo) and varies with delivery jitter; the direction does not.
-        tolerance = 0.3
-        checked = ('position', 'velocity')
-    else:
-        servo = {'command_out_type': 'trajectory_msgs/JointTrajectory',
-                 'command_out_topic': 'joint_trajectory_controller/joint_trajectory'}
-        sim = {'controller_type': 'joint_trajectory'}
-        client = {'command_topic': 'joint_trajectory_controller/joint_trajectory', 'command_type': JointTrajectory}
-        tolerance = 0.05
-        # One-point trajectories: after a late message the controller covers the missed cycles in one
-        # interpolation, faster than commanded (as a real JTC would); only positions are witnessed here.
-        checked = ('position',)
-    a = Arm(ik7.joint_names, limits_file, servo, sim, namespace=f'{NAMESPACE}_{output}', **client)
+#: (servo, sim, client parameters, distance tolerance, quantities the simulator witnesses) per output type.
+OUTPUTS = {
+    # A forward_velocity_controller integrates each velocity until the next one arrives: the distance is
+    # open loop (as with MoveIt Servo) and varies with delivery jitter; the direction does not.
+    'velocity': ({'command_out_kind': 'velocity', 'command_out_topic': 'forward_velocity_controller/commands'},
+                 {'controller_type': 'forward_velocity'}, {'command_topic': 'forward_velocity_controller/commands'},
+                 0.3, ('position', 'velocity')),
+    # One-point trajectories: after a late message the controller covers the missed cycles in one
+    # interpolation, faster than commanded (as a real JTC would); only positions are witnessed here.
+    'joint_trajectory': ({'command_out_type': 'trajectory_msgs/JointTrajectory',
+                          'command_out_topic': 'joint_trajectory_controller/joint_trajectory'},
+                         {'controller_type': 'joint_trajectory'},
+                         {'command_topic': 'joint_trajectory_controller/joint_trajectory',
+                          'command_type': JointTrajectory},
+                         0.05, ('position',)),
+}
+
+
+@pytest.fixture(scope='module', params=OUTPUTS)
+def output_arm(request, ros, ik7, limits_file):
+    """Start a servo and simulator with another output type (one pair per type, for both tests of it)."""
+    servo, sim, client, _, _ = OUTPUTS[request.param]
+    a = Arm(ik7.joint_names, limits_file, servo, sim, namespace=f'{NAMESPACE}_{request.param}', **client)
     try:
         assert a.ready(), a.logs()
-
-        def measure():
-            since = time.monotonic()
-            T0 = tip(a)
-            stream_twist(a.client, (0.1, 0.0, 0.0), (0, 0, 0))
-            assert a.client.since(a.client.commands, since)
-            no_violations(a, since, checked)
-            return tip(a)[:3, 3] - T0[:3, 3]
-
-        def accept(moved):
-            return abs(moved[0] - 0.1) <= tolerance * 0.1 and np.linalg.norm(moved[1:]) < 0.1 * abs(moved[0])
-
-        results = best_of(3, measure, accept)
-        assert accept(results[-1]), results
+        yield request.param, a, {}
     finally:
         a.close()
+
+
+def base_x_motion(arm, checked):
+    """Stream the base-x twist of 0.1 m/s for 1 s; return how far the tip moved (base frame)."""
+    since = time.monotonic()
+    T0 = tip(arm)
+    stream_twist(arm.client, (0.1, 0.0, 0.0), (0, 0, 0))
+    assert arm.client.since(arm.client.commands, since)
+    no_violations(arm, since, checked)
+    return tip(arm)[:3, 3] - T0[:3, 3]
+
+
+def test_other_output_types_drive_the_simulator_in_the_commanded_direction(output_arm):
+    output, arm, measured = output_arm
+    moved = measured_once(measured, 'x', lambda: base_x_motion(arm, OUTPUTS[output][4]))
+    along, across = along_and_across(moved, np.array([1.0, 0.0, 0.0]))
+    assert along > STARVED * 0.1 and across < 0.1 * along, moved
+
+
+@LOAD_SENSITIVE
+def test_other_output_types_drive_the_simulator_that_far(output_arm):
+    output, arm, measured = output_arm
+    tolerance, checked = OUTPUTS[output][3:]
+
+    def measure():
+        return base_x_motion(arm, checked)
+
+    def accept(moved):
+        return abs(moved[0] - 0.1) <= tolerance * 0.1 and np.linalg.norm(moved[1:]) < 0.1 * abs(moved[0])
+
+    results = best_of(3, measure, accept, measured_once(measured, 'x', measure))
+    assert accept(results[-1]), results
