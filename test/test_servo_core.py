@@ -132,6 +132,20 @@ def test_drift_dimensions_leave_free_axes_and_keep_the_others(chain, frame):
     np.testing.assert_allclose(ignored.arrays()[0], run.arrays()[0], rtol=0, atol=1e-12)
 
 
+def test_settings_changed_at_run_time_act_as_if_built_with_them(chain):
+    """A parameter change (ros2 param set) swaps the settings: drift rows and ramp-time jerk must follow them."""
+    changed = {'drift_dimensions': (False,) * 5 + (True,), 'acceleration_ramp_time': 0.2}
+    built = Run(chain, **changed)
+    switched = Run(chain)
+    switched.servo.settings = replace(switched.servo.settings, **changed)
+    unchanged = Run(chain)
+    command = TwistCommand(np.array([0.0, 0.1, 0.0, 0.0, 0.0, 0.3]), None)
+    for run in (built, switched, unchanged):
+        run.cycles(80, command)
+    np.testing.assert_allclose(switched.arrays()[0], built.arrays()[0], rtol=0, atol=1e-12)
+    assert np.abs(unchanged.arrays()[0] - built.arrays()[0]).max() > 1e-3   # the change matters
+
+
 def test_a_second_of_twist_moves_the_tip_that_far(chain):
     run = Run(chain)
     T0 = chain.fk(HOME)
