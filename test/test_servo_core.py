@@ -224,6 +224,8 @@ def test_beyond_the_hard_stop_only_motion_away_is_allowed(chain, elbow, away_mov
     assert {o.status for o in out} == {Status.HALT_FOR_SINGULARITY}
     assert all(o.velocity_scale == 0.0 and not np.any(o.state.velocity) for o in out)
     np.testing.assert_array_equal(run.q, q0)
+    # the operator is told the way out: a command away, or (past the leaving limit) only joint jogs
+    assert ('jog the joints' in out[-1].message) != away_moves, out[-1].message
     run = Run(chain, q0=q0)
     out = run.cycles(50, TwistCommand(-toward))
     if away_moves:
@@ -370,3 +372,16 @@ def test_bad_settings_are_refused(chain):
                 {'drift_dimensions': (True,) * 6}, {'publish_period': 0.0}):
         with pytest.raises(ValueError):
             Servo(chain, limits_of(chain), ServoSettings(**bad))
+
+
+def test_unitless_components_beyond_one_are_refused_with_the_reason(chain):
+    """As MoveIt Servo: a unitless command is a fraction of scale.*; 5 would silently mean five times the speed."""
+    unitless = Servo(chain, limits_of(chain), ServoSettings(command_in_type='unitless'))
+    jog = np.full(chain.n, np.nan)
+    jog[3] = -1.5
+    assert unitless.command_problem(TwistCommand(np.array([0.0, 1.0, 0.0, 0.0, 0.0, -1.0]), None)) is None
+    assert '5' in unitless.command_problem(TwistCommand(np.array([0.0, 5.0, 0.0, 0.0, 0.0, 0.0]), None))
+    assert '1.5' in unitless.command_problem(JointJogCommand(jog))
+    assert unitless.command_problem(PoseCommand(chain.fk(HOME))) is None
+    speed = Servo(chain, limits_of(chain), ServoSettings(command_in_type='speed_units'))
+    assert speed.command_problem(TwistCommand(np.array([0.0, 5.0, 0.0, 0.0, 0.0, 0.0]), None)) is None

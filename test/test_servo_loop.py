@@ -175,3 +175,15 @@ def test_a_bad_xacro_argument_does_not_stop_the_servo():
             node.destroy_node()
     finally:
         rclpy.try_shutdown()
+
+
+def test_a_unitless_component_beyond_one_is_refused_and_nothing_moves(servo):
+    recorder = servo._publisher
+    idle(servo, recorder)
+    assert servo.set_parameters([Parameter('command_in_type', value='unitless')])[0].successful
+    before = recorder.count()
+    servo._command(TwistCommand(np.array([0.0, 5.0, 0.0, 0.0, 0.0, 0.0])))
+    time.sleep(3 * PERIOD)
+    assert recorder.count() == before and servo._servo.idle and servo._servo.command is None
+    servo._command(TwistCommand(np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.0])))   # within: taken
+    assert wait_for(lambda: recorder.count() > before)

@@ -195,6 +195,21 @@ class Servo:
 
     # -- inputs ---------------------------------------------------------------------------------
 
+    def command_problem(self, command):
+        """Why ``command`` is refused, or None: a unitless component beyond 1 (MoveIt Servo skips those too).
+
+        Unitless commands are fractions of ``scale.*``; a mapping that sends 5
+        would otherwise silently ask for five times the configured speed.
+        """
+        if self.settings.command_in_type != 'unitless' or isinstance(command, PoseCommand):
+            return None
+        values = command.twist if isinstance(command, TwistCommand) else command.velocities
+        worst = float(np.abs(np.nan_to_num(np.asarray(values, float))).max())
+        if worst <= 1.0:
+            return None
+        return (f'unitless command component {worst:g} is beyond 1 (1 means scale.linear, scale.rotational or '
+                'scale.joint; command_in_type speed_units takes m/s and rad/s)')
+
     def set_command(self, command, now):
         """Accept a TwistCommand, JointJogCommand or PoseCommand (already checked finite) at time ``now``."""
         self.command = command
@@ -333,8 +348,18 @@ class Servo:
         message = {Status.NO_WARNING: '',
                    Status.DECELERATE_FOR_APPROACHING_SINGULARITY: 'slowing down toward a singularity',
                    Status.DECELERATE_FOR_LEAVING_SINGULARITY: 'moving away from a singularity',
-                   Status.HALT_FOR_SINGULARITY: 'halted: too close to a singularity'}[status]
+                   Status.HALT_FOR_SINGULARITY: self._halt_message(condition)}[status]
         return _Wanted(dq, status, message, condition, scale, cartesian=True)
+
+    def _halt_message(self, condition):
+        s = self.settings
+        leaving = s.hard_stop_singularity_threshold * s.leaving_singularity_threshold_multiplier
+        if condition >= leaving:
+            return (f'halted: condition number {condition:.0f} is past hard_stop_singularity_threshold x '
+                    f'leaving_singularity_threshold_multiplier ({leaving:g}); no Cartesian command moves the arm '
+                    'here: jog the joints out of the singularity')
+        return (f'halted: too close to a singularity (condition number {condition:.0f}, hard stop '
+                f'{s.hard_stop_singularity_threshold:g}); a command away from it moves the arm')
 
     def _jacobian(self, q):
         kin.frames(q, *self.chain.kin_args, self._R, self._p, self._a)

@@ -229,6 +229,10 @@ class ServoNode(Node):
         with self._lock:
             if self._servo is None:
                 return
+            problem = self._servo.command_problem(command)
+            if problem:
+                self.get_logger().error(f'command refused: {problem}', throttle_duration_sec=1.0)
+                return
             now = time.monotonic()
             self._servo.set_command(command, now)
             if not self._servo.idle:
