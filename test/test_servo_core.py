@@ -2,6 +2,7 @@
 from dataclasses import replace
 
 from ik_solver.core.chain import load_chain
+from ik_solver.core.nullspace import NullspaceGoals
 from ik_solver.core.transforms import make_pose, rotation_vector
 from ik_solver.motion.limits import JointLimits, MotionState
 from ik_solver.motion.servo import JointJogCommand, PoseCommand, Servo, ServoSettings, Status, TwistCommand
@@ -385,3 +386,28 @@ def test_unitless_components_beyond_one_are_refused_with_the_reason(chain):
     assert unitless.command_problem(PoseCommand(chain.fk(HOME))) is None
     speed = Servo(chain, limits_of(chain), ServoSettings(command_in_type='speed_units'))
     assert speed.command_problem(TwistCommand(np.array([0.0, 5.0, 0.0, 0.0, 0.0, 0.0]), None)) is None
+
+
+def test_unitless_joint_jog_moves_at_scale_joint(chain):
+    run = Run(chain, command_in_type='unitless', scale_joint=0.3)
+    jog = np.full(chain.n, np.nan)
+    jog[3] = 1.0
+    run.cycles(100, JointJogCommand(jog))
+    _, V, _ = run.arrays()
+    np.testing.assert_allclose(V[-1], np.eye(chain.n)[3] * 0.3, atol=1e-12)
+
+
+def test_nullspace_goal_moves_the_posture_without_moving_the_hand_off_the_twist(chain):
+    """A posture goal turns the redundant elbow toward q_pref while the tip follows the twist as without it."""
+    q_pref = HOME + np.array([0.0, 0.0, 0.6, 0.0, 0.0, 0.0, 0.0])
+    goals = NullspaceGoals(posture=1.0, q_pref=q_pref)
+    twist = TwistCommand(np.array([0.0, 0.05, 0.0, 0.0, 0.0, 0.0]), None)
+    plain, with_goal = Run(chain), Run(chain, nullspace=goals, nullspace_gain=2.0)
+    for run in (plain, with_goal):
+        run.cycles(150, twist)
+        assert_within_limits(run)
+    for run in (plain, with_goal):   # every cycle's tip twist is the commanded one (after the first ramp)
+        Q = run.arrays()[0]
+        moved = [tip_twist(chain, a, b, run.dt) for a, b in zip(Q[60:-1], Q[61:])]
+        np.testing.assert_allclose(moved, np.tile(twist.twist, (len(moved), 1)), atol=2e-3)
+    assert np.linalg.norm(with_goal.q - q_pref) < np.linalg.norm(plain.q - q_pref) - 0.05
