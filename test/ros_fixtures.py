@@ -37,6 +37,23 @@ def isolate_ros_domain():
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 
 
+@contextlib.contextmanager
+def spinning(node):
+    """Spin ``node`` in its own thread (yielded); on exit stop it, destroy the node and shut rclpy down."""
+    from rclpy.executors import SingleThreadedExecutor
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        yield spinner
+    finally:
+        executor.shutdown(timeout_sec=5.0)
+        spinner.join(5.0)
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
 def start(module, arm='ik7', namespace='', **params):
     """Start ``ik_solver.<module>`` for a bundled arm, in ``namespace`` if given, with parameter overrides."""
     urdf, config = arm_files(arm)

@@ -9,7 +9,6 @@ import pytest
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
 from ik_solver.ros.loop_inputs import LoopInputs  # noqa: E402, I100, I202
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import HistoryPolicy, QoSProfile  # noqa: E402
 from std_msgs.msg import Int32  # noqa: E402
 
@@ -18,21 +17,12 @@ CYCLE = 0.01
 
 @pytest.fixture
 def node():
-    from ros_fixtures import isolate_ros_domain
+    from ros_fixtures import isolate_ros_domain, spinning
     isolate_ros_domain()
     rclpy.init()
     node = rclpy.create_node('loop_inputs_test')
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    try:
+    with spinning(node):   # the executor runs beside the test: it must not take the loop's messages
         yield node
-    finally:
-        executor.shutdown(timeout_sec=5.0)
-        spinner.join(5.0)
-        node.destroy_node()
-        rclpy.try_shutdown()
 
 
 class Received:

@@ -20,7 +20,6 @@ from conftest import URDF_DIR  # noqa: E402, I100, I202
 from geometry_msgs.msg import TwistStamped  # noqa: E402
 from ik_solver.motion.servo import TwistCommand  # noqa: E402
 from ik_solver.ros.servo_node import ServoNode  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
@@ -57,7 +56,7 @@ def wait_for(condition, timeout=30.0):
 @pytest.fixture(params=['thread', 'timer'])
 def servo(request):
     """Start the node with each ``loop``, its publisher recorded; ``loop_thread``: where its loop ticks run."""
-    from ros_fixtures import isolate_ros_domain
+    from ros_fixtures import isolate_ros_domain, spinning
     isolate_ros_domain()
     rclpy.init()
     params = {'urdf_file': str(URDF_DIR / 'ik7.urdf.xacro'), 'base_link': 'base_link', 'tip_link': 'tool0',
@@ -65,18 +64,9 @@ def servo(request):
               'joint_states_timeout': 10.0, 'incoming_command_timeout': 0.5}
     node = ServoNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
     node._publisher = Recorder()
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    node.loop_thread = node._loop.ident if request.param == 'thread' else spinner.ident
-    try:
+    with spinning(node) as spinner:
+        node.loop_thread = node._loop.ident if request.param == 'thread' else spinner.ident
         yield node
-    finally:
-        executor.shutdown(timeout_sec=5.0)
-        spinner.join(5.0)
-        node.destroy_node()
-        rclpy.try_shutdown()
 
 
 def idle(node, recorder):
