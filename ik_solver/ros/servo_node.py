@@ -354,6 +354,7 @@ class ServoNode(Node):
             self._command_msg.data = array('d', values)
             self._publisher.publish(self._command_msg)
             return
+        # positions only: JTC refuses a last point with velocities unless allow_nonzero_velocity_at_trajectory_end
         point = JointTrajectoryPoint(positions=array('d', state.position),
                                      time_from_start=to_duration(TRAJECTORY_LEAD * self.params['publish_period']))
         if self.params['command_out_kind'] == 'velocity':
