@@ -411,3 +411,14 @@ def test_nullspace_goal_moves_the_posture_without_moving_the_hand_off_the_twist(
         moved = [tip_twist(chain, a, b, run.dt) for a, b in zip(Q[60:-1], Q[61:])]
         np.testing.assert_allclose(moved, np.tile(twist.twist, (len(moved), 1)), atol=2e-3)
     assert np.linalg.norm(with_goal.q - q_pref) < np.linalg.norm(plain.q - q_pref) - 0.05
+
+
+def test_joint_jog_reports_the_condition_number_it_moves_through(chain):
+    """Jogs are not slowed near singularities, but the status tells how near: the Jacobian's condition number."""
+    run = Run(chain)
+    jog = np.full(chain.n, np.nan)
+    jog[3] = 0.5
+    for out in run.cycles(20, JointJogCommand(jog)):
+        assert np.isfinite(out.condition_number)
+    before = run.outputs[-2].state.position   # each cycle judges the state it starts from
+    np.testing.assert_allclose(run.outputs[-1].condition_number, np.linalg.cond(chain.jacobian(before)), rtol=1e-9)

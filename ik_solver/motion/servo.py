@@ -314,7 +314,9 @@ class Servo:
         v = np.where(np.isfinite(v), v, 0.0)
         if self.settings.command_in_type == 'unitless':
             v = v * self.settings.scale_joint
-        return _Wanted(v)
+        # jogs are not slowed near singularities (as MoveIt Servo), but the operator sees how near one they are
+        condition = _condition(np.linalg.svd(self._jacobian(self.state.position), compute_uv=False))
+        return _Wanted(v, condition_number=condition)
 
     def _frame_rotation(self, frame):
         if frame is None:
