@@ -25,13 +25,13 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'ik_solver_node = ik_solver.ros.ik_node:main',
-            'sim_arm_node = ik_solver.sim.sim_arm_node:main',
+            'ik_solver_node = ik_solver.ros.entry:ik_solver_node',
+            'sim_arm_node = ik_solver.ros.entry:sim_arm_node',
             'ik_demo = ik_solver.tools.demo:main',
             'ik_bench = ik_solver.tools.bench:main',
             'ik_bench_node = ik_solver.tools.bench_node:main',
             'ik_compare_methods = ik_solver.tools.compare_methods:main',
-            'ik_servo_node = ik_solver.ros.servo_node:main',
+            'ik_servo_node = ik_solver.ros.entry:ik_servo_node',
             'ik_servo_demo = ik_solver.tools.servo_demo:main',
             'ik_collision_matrix = ik_solver.tools.collision_matrix:main',
             'ik_bench_collision = ik_solver.tools.bench_collision:main',

@@ -178,3 +178,58 @@ def test_a_stop_request_swallowed_during_start_up_still_ends_the_process_with_0(
     assert 'start-up went on True' in done.stdout  # the exception was indeed swallowed
     assert done.returncode == 0 and 'not ended' not in done.stdout, (done.returncode, done.stdout, done.stderr)
     assert time.monotonic() - started < 8.0
+
+
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_signal_during_a_nodes_imports_ends_it_with_0_and_no_traceback(tmp_path, signum):
+    """The console entry points (ros.entry) answer a signal that lands while the node module is still importing.
+
+    Deterministic: the imported module signals its own process halfway through
+    its import.  Without the entry point's handlers the same module dies with a
+    KeyboardInterrupt traceback (SIGINT) or the signal's exit code (checked as a control).
+    """
+    (tmp_path / 'slow_node.py').write_text(
+        'import os, signal, time\n'
+        f'os.kill(os.getpid(), {int(signum)})\n'
+        'time.sleep(2.0)\n'
+        'def main():\n'
+        '    print("main ran")\n')
+    env = {**os.environ, 'PYTHONPATH': f'{tmp_path}{os.pathsep}{os.environ.get("PYTHONPATH", "")}'}
+    entry = subprocess.run([sys.executable, '-c', 'from ik_solver.ros.entry import run; run("slow_node")'],
+                           capture_output=True, text=True, env=env, timeout=60, cwd=pathlib.Path(__file__).parents[1])
+    assert entry.returncode == 0 and 'Traceback' not in entry.stderr and 'main ran' not in entry.stdout, entry
+    plain = subprocess.run([sys.executable, '-c', 'import slow_node'], capture_output=True, text=True, env=env,
+                           timeout=60)
+    assert plain.returncode != 0   # the control: the signal does land during the import
+
+
+LOST_IN_A_LOOP = """
+import ctypes, os, signal, sys, time
+from ik_solver.ros.spin import ShutdownRequested, ShutdownSignals
+signals = ShutdownSignals(raising=True)   # a script's main loop (the demo): no exit deadline
+CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+def compare(a, b):  # numba's cache callback: the signal's exception is raised in here, printed and lost
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.05)
+    return 0
+
+try:
+    for step in range(3):
+        signals.check()   # the loop's checkpoint
+        if step == 0:
+            array = (ctypes.c_int * 2)(1, 2)
+            ctypes.CDLL(None).qsort(array, 2, ctypes.sizeof(ctypes.c_int), CALLBACK(compare))
+        print('step', step, flush=True)
+except ShutdownRequested as stop:
+    print('stopped at the checkpoint by', signal.Signals(stop.signum).name, flush=True)
+    sys.exit(0)
+sys.exit(3)
+"""
+
+
+def test_a_signal_lost_in_a_ctypes_callback_stops_a_script_at_its_next_checkpoint():
+    run = subprocess.run([sys.executable, '-c', LOST_IN_A_LOOP], capture_output=True, text=True, timeout=60,
+                         cwd=pathlib.Path(__file__).parents[1])
+    assert run.returncode == 0, run
+    assert run.stdout.splitlines() == ['step 0', 'stopped at the checkpoint by SIGTERM'], run

@@ -20,8 +20,8 @@ import rclpy
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
-#: The signals that end a node cleanly.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+from .entry import STOP_SIGNALS
+
 #: A node stopped during start-up has ended this long after the signal [s], well within launch's 5 s.
 STARTUP_EXIT_DEADLINE = 2.0
 
@@ -77,6 +77,16 @@ class ShutdownSignals:
                 # start-up): start-up would go on for minutes with the stop signals ignored.
                 threading.Timer(self.exit_after, _exit_now).start()
             raise ShutdownRequested(signum)
+
+    def check(self):
+        """Raise ShutdownRequested for a signal whose exception was lost (raised inside a ctypes callback).
+
+        Numba loads and writes its cached kernels through ctypes callbacks, and
+        Python only prints an exception raised there; a script's main loop calls
+        this at each step so that the stop still comes.
+        """
+        if self.raising and self.signum is not None:
+            raise ShutdownRequested(self.signum)
 
     def wait(self):
         """Block until a stop signal (or ``event.set()`` by someone else)."""

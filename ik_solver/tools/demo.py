@@ -50,9 +50,13 @@ def circle(center, radius, period, rate, loops, orientation):
 
 class Demo:
 
-    def __init__(self, arm, output_dir, kinematic, attach=False):
+    def __init__(self, arm, output_dir, kinematic, attach=False, checkpoint=lambda: None):
+        """``checkpoint``: called at each step; it raises to stop the demo (ShutdownSignals.check)."""
+        self.checkpoint = checkpoint
         self.urdf, self.config = arm_files(arm)
         self.chain = load_chain(self.urdf, 'base_link', 'tool0')
+        # load the kernels the run uses now: a stop signal during a numba cache load is lost in its ctypes callback
+        pose_error(self.chain.fk(self.chain.mid_configuration()), np.eye(4))
         self.output_dir = output_dir
         self.kinematic = kinematic
         self.attach = attach
@@ -84,6 +88,7 @@ class Demo:
 
     def run_targets(self):
         for name, target, reachable in demo_targets(self.chain):
+            self.checkpoint()
             q_before = self.observer.latest_joints()[1]
             sent, status = self.send_and_wait(name, target)
             if status.trajectory_published:
@@ -122,6 +127,7 @@ class Demo:
         sent, tips = [], []
         t0 = time.monotonic()
         for t, T in zip(times, poses):
+            self.checkpoint()
             delay = t0 + t - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
@@ -204,7 +210,7 @@ def main(argv=None):
         domain, picked = private_ros_domain()
         print(f'ROS_DOMAIN_ID={domain}' + (' (private; set ROS_DOMAIN_ID to choose)' if picked else ''))
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
-    demo = Demo('ik7', args.output_dir, args.kinematic, args.attach)
+    demo = Demo('ik7', args.output_dir, args.kinematic, args.attach, checkpoint=signals.check)
     ok = interrupted = False
     try:
         demo.start()
