@@ -8,7 +8,8 @@ these tests check what the node would finally see.
 import ast
 import pathlib
 
-from ik_solver.tools.launcher import IK_LAUNCH_ARGUMENTS, ik_node_setup, NodeSetup, stop_all_on_exit
+from ik_solver.tools.launcher import flat_parameters, IK_LAUNCH_ARGUMENTS, ik_node_setup, NodeSetup, \
+    stop_all_on_exit
 import pytest
 import yaml
 
@@ -38,18 +39,8 @@ def merged(parameters, node='/ik_solver'):
             continue
         document = yaml.safe_load(pathlib.Path(entry).read_text())
         for key in ('/**', '/**/ik_solver', node, node.lstrip('/')):
-            values.update(flatten(document.get(key, {}).get('ros__parameters', {})))
+            values.update(flat_parameters(document.get(key, {}).get('ros__parameters', {})))
     return values
-
-
-def flatten(tree, prefix=''):
-    out = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out.update(flatten(value, f'{prefix}{key}.'))
-        else:
-            out[f'{prefix}{key}'] = value
-    return out
 
 
 @pytest.fixture

@@ -176,9 +176,7 @@ class Servo:
     def settings(self, settings):
         """Check and take ``settings`` with what derives from them, so a change at run time takes effect whole."""
         settings.check()
-        limits = self.limits
-        self._jerk = np.where(np.isfinite(limits.jerk), limits.jerk,
-                              limits.acceleration / settings.acceleration_ramp_time)
+        self._jerk = jerk_limits(self.limits, settings.acceleration_ramp_time)
         self._ns = settings.nullspace.validate(self.chain) if settings.nullspace.active else None
         self._rows = np.array([0.0 if drift else 1.0 for drift in settings.drift_dimensions])
         self._settings = settings
@@ -473,6 +471,11 @@ class Servo:
         q, v, a = _filter_step(state.position, state.velocity, state.acceleration, np.asarray(v_target, float),
                                self.settings.publish_period, self.limits.acceleration, self._jerk)
         return MotionState(q, v, a)
+
+
+def jerk_limits(limits, ramp_time):
+    """Jerk limit per joint the servo keeps: the limits' own where given, else acceleration / ``ramp_time``."""
+    return np.where(np.isfinite(limits.jerk), limits.jerk, limits.acceleration / ramp_time)
 
 
 @njit(cache=True, error_model='numpy')

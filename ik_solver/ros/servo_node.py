@@ -437,9 +437,9 @@ class ServoExecutor(SingleThreadedExecutor):
 
 
 def main(args=None):
-    # One executor thread is enough (the callbacks only store commands and readings; the loop has its own
-    # thread) and leaves the loop the GIL: rclpy's MultiThreadedExecutor here took ~90 % of a core at 100 Hz
-    # in wait-set bookkeeping and stretched cycles to 50 ms.
+    # One executor thread is enough (with loop 'thread' it has only the pause service, parameters and
+    # diagnostics; the loop thread takes commands and readings) and leaves the loop the GIL: rclpy's
+    # MultiThreadedExecutor here took ~90 % of a core at 100 Hz in wait-set bookkeeping and stretched cycles to 50 ms.
     return run_node(ServoNode, args, executor=ServoExecutor)
 
 

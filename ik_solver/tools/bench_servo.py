@@ -37,7 +37,7 @@ from trajectory_msgs.msg import JointTrajectory
 from .bench_node import cpu_seconds, echo_node, percentiles
 from .launcher import NodeProcess
 from .resources import arm_files
-from .servo_demo import servo_limits, ServoClient, start_servo
+from .servo_demo import servo_limits, servo_values, ServoClient, start_servo
 from ..core.chain import load_chain
 from ..ros.ik_node import TARGET_QOS
 
@@ -98,13 +98,12 @@ def periods_ms(samples, period):
     return intervals[intervals < GAP * period] * 1e3
 
 
-def limit_fractions(samples, period, limits, ramp_time):
+def limit_fractions(samples, period, limits, jerk):
     """Largest |v|, |a|, |jerk| of the command stream over the limits, within runs of consecutive commands."""
     stamps = np.array([s[0] for s in samples])
     Q = np.array([s[2] for s in samples])
     breaks = np.flatnonzero(np.diff(stamps) >= GAP * period) + 1
     worst = np.zeros(3)
-    jerk = np.where(np.isfinite(limits.jerk), limits.jerk, limits.acceleration / ramp_time)   # as the servo
     for run in np.split(np.arange(len(Q)), breaks):
         if len(run) < 4:
             continue
@@ -260,7 +259,7 @@ def main(argv=None):
         from ..ros.spin import run_node
         return run_node(echo_node, [a for a in sys.argv if a != '--echo'])
     chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
-    limits = servo_limits(chain)
+    limits = servo_limits(chain, servo_values())
     rng = np.random.default_rng(11)
     rclpy.init()
     try:

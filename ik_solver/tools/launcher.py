@@ -59,6 +59,17 @@ def node_args(config, params):
     return args
 
 
+def flat_parameters(tree, prefix=''):
+    """Return a params file's nested ``ros__parameters`` as the node declares them: {'scale.linear': 0.2, ...}."""
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(flat_parameters(value, f'{prefix}{key}.'))
+        else:
+            out[f'{prefix}{key}'] = value
+    return out
+
+
 #: Launch arguments of ik_solver.launch.py: (name, description); all default to '' = not given.
 IK_LAUNCH_ARGUMENTS = (
     ('robot', 'Bundled arm: ik7, ik6 or planar3 (default ik7 unless urdf_file is given); '

@@ -30,11 +30,11 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool
 import yaml
 
-from .launcher import node_args, NodeProcess
+from .launcher import flat_parameters, node_args, NodeProcess
 from .resources import arm_files, share_path
 from ..core.chain import load_chain
 from ..core.transforms import rotation_vector
-from ..motion.servo import Status
+from ..motion.servo import jerk_limits, Status
 from ..ros.messages import matrix_to_pose, pose_to_matrix
 from ..ros.parameters import load_limits, move_limits
 from ..ros.servo_parameters import defaults, JOINT_STATE
@@ -56,21 +56,13 @@ def servo_values():
     """Return the servo's parameter values with servo_ik7.yaml: the declared defaults, then the file's (names flat)."""
     with open(servo_config()) as f:
         configured = next(v['ros__parameters'] for k, v in yaml.safe_load(f).items() if k.endswith('ik_servo'))
-    return {**defaults(), **dict(_flat(configured))}
+    return {**defaults(), **flat_parameters(configured)}
 
 
-def _flat(values, prefix=''):
-    for name, value in values.items():
-        if isinstance(value, dict):
-            yield from _flat(value, f'{prefix}{name}.')
-        else:
-            yield f'{prefix}{name}', value
-
-
-def servo_limits(chain):
-    """(limits, acceleration_ramp_time) the servo uses with servo_ik7.yaml, by the node's own parameter code."""
-    values = servo_values()
-    return move_limits(load_limits(values, chain, logging.getLogger('servo')), values), values['acceleration_ramp_time']
+def servo_limits(chain, values):
+    """(JointLimits, jerk limits) the servo uses with parameter ``values`` (``servo_values``), by its own code."""
+    limits = move_limits(load_limits(values, chain, logging.getLogger('servo')), values)
+    return limits, jerk_limits(limits, values['acceleration_ramp_time'])
 
 
 def start_servo(servo_params=None, sim_params=None, prefix='servo', namespace=''):
@@ -374,7 +366,7 @@ def main(argv=None):
         print(f'limit violations reported by the simulator: {len(violations)}')
         values = servo_values()
         thresholds = values['lower_singularity_threshold'], values['hard_stop_singularity_threshold']
-        plot(args.output, chain, client, segments, commanded, servo_limits(chain)[0].velocity, thresholds,
+        plot(args.output, chain, client, segments, commanded, servo_limits(chain, values)[0].velocity, thresholds,
              values['publish_period'])
         print(f'wrote {args.output}')
     finally:
