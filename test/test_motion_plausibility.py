@@ -215,3 +215,11 @@ def test_bad_settings_are_refused(change):
     values.update(change)
     with pytest.raises(ValueError):
         PlausibilitySettings(**values)
+
+
+def test_a_jump_while_settling_is_reported_as_a_jump():
+    model = _model()
+    t = _settled(model, HOME) + 1.0
+    assert model.update(_reading(HOME, t, np.zeros(3)), t).verdict == Verdict.SETTLING
+    jumped = model.update(_reading(HOME + [1.0, 0.0, 0.0], t + 0.01, np.zeros(3)), t + 0.01)
+    assert jumped.verdict == Verdict.JUMPED and 'jumped a by 1.000' in jumped.message

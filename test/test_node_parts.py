@@ -1,6 +1,7 @@
 """The IK node's shared parts in-process: JointStateTracker, CommandHistory and CommandGuard.
 
-Messages are handed to the tracker directly (no DDS); the guard's verdicts are checked against
+Messages are handed to the tracker directly (no DDS), stamped on the node's clock as a driver stamps
+them (a pause is a gap between stamps); the guard's verdicts are checked against
 trajectories whose properties are known by construction (a Ruckig move within the limits, the
 same move squeezed in time, a move with a jump).
 """
@@ -19,6 +20,7 @@ from ik_solver.ros.command_guard import CommandGuard  # noqa: E402
 from ik_solver.ros.joint_states import CommandHistory, JointStateTracker, StateError  # noqa: E402
 from ik_solver.ros.messages import joint_state  # noqa: E402
 from rclpy.clock import Clock  # noqa: E402
+from rclpy.duration import Duration  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 NAMES = ('a', 'b', 'c')
@@ -37,23 +39,37 @@ def node():
     rclpy.try_shutdown()
 
 
-def _feed(tracker, node, names, q, velocity=None):
-    msg = joint_state(names, q, node.get_clock().now().to_msg())
+def _feed(tracker, node, names, q, velocity=None, ago=0.0):
+    """Hand the tracker a reading stamped ``ago`` s before now (it arrives now)."""
+    msg = joint_state(names, q, (node.get_clock().now() - Duration(nanoseconds=int(ago * 1e9))).to_msg())
     msg.velocity = [0.0] * len(q) if velocity is None else list(velocity)
     tracker.on_message(msg)
 
 
-def _state(tracker, history=None):
-    return tracker.state(list(NAMES), LIMITS.lower, LIMITS.upper, velocity=LIMITS.velocity, history=history)
+def _settle(tracker, node, names, q, velocity=None, ago=0.0):
+    """Feed ``q`` at 100 Hz for 0.15 s, the newest reading stamped ``ago`` s before now."""
+    for k in range(15, -1, -1):
+        _feed(tracker, node, names, q, velocity, ago + 0.01 * k)
+
+
+def _tracker(node, history=None, **kwargs):
+    tracker = JointStateTracker(node, **kwargs)
+    expect = None if history is None else partial(history.expectation, velocity_limits=LIMITS.velocity, pause=0.25)
+    tracker.configure(LIMITS, expect=expect)
+    return tracker
+
+
+def _state(tracker):
+    return tracker.state(list(NAMES))
 
 
 def test_a_good_state_and_its_age(node):
-    tracker = JointStateTracker(node, timeout=0.2)
+    tracker = _tracker(node, timeout=0.2)
     assert tracker.age() is None and not tracker.has(NAMES)
-    with pytest.raises(StateError, match='no joint_states yet for a, b, c') as error:
+    with pytest.raises(StateError, match='no joint state received yet') as error:
         _state(tracker)
     assert error.value.reason == 'stale_state'
-    _feed(tracker, node, ['x'] + list(NAMES)[::-1], [9.0] + list(HOME[::-1]), [0.0, 0.3, 0.2, 0.1])
+    _settle(tracker, node, ['x'] + list(NAMES)[::-1], [9.0] + list(HOME[::-1]), [0.0, 0.3, 0.2, 0.1])
     state = _state(tracker)
     np.testing.assert_array_equal(state.position, HOME)
     np.testing.assert_array_equal(state.velocity, [0.1, 0.2, 0.3])
@@ -66,7 +82,7 @@ def test_a_good_state_and_its_age(node):
 
 def test_readings_queued_behind_a_busy_executor_are_aged_from_their_reception(node):
     """Over DDS: a reading whose callback runs 0.4 s after it arrived is 0.4 s old, not fresh."""
-    tracker = JointStateTracker(node, timeout=0.2)
+    tracker = _tracker(node, timeout=0.2)
     publisher = node.create_publisher(JointState, 'joint_states', 10)
     deadline = time.monotonic() + 10.0
     while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
@@ -88,7 +104,8 @@ def test_readings_queued_behind_a_busy_executor_are_aged_from_their_reception(no
     (['a', 'b', 'c'], [0.1, 3.0, 0.3], 'inconsistent_state', 'b at 3.0000, outside the joint limits'),
 ])
 def test_bad_states_are_refused_not_repaired(node, names, q, reason, text):
-    tracker = JointStateTracker(node)
+    tracker = _tracker(node)
+    _settle(tracker, node, NAMES, HOME, ago=0.01)
     msg = joint_state(names, [0.0] * len(names), node.get_clock().now().to_msg())
     msg.position = q
     tracker.on_message(msg)
@@ -98,32 +115,77 @@ def test_bad_states_are_refused_not_repaired(node, names, q, reason, text):
 
 
 def test_encoder_noise_at_a_limit_is_clamped(node):
-    tracker = JointStateTracker(node)
-    _feed(tracker, node, NAMES, [2.005, 0.0, -2.005])
+    tracker = _tracker(node)
+    _settle(tracker, node, NAMES, [2.005, 0.0, -2.005])
     np.testing.assert_array_equal(_state(tracker).position, [2.0, 0.0, -2.0])
 
 
 def test_a_state_moving_faster_than_the_limits_is_inconsistent(node):
-    tracker = JointStateTracker(node, tolerance=0.05)
-    _feed(tracker, node, NAMES, HOME)
-    _feed(tracker, node, NAMES, HOME + [0.5, 0.0, 0.0])  # 0.5 rad in ~0 s on a 1 rad/s joint
+    tracker = _tracker(node, tolerance=0.05)
+    _settle(tracker, node, NAMES, HOME, ago=0.01)
+    _feed(tracker, node, NAMES, HOME + [0.5, 0.0, 0.0])  # 0.5 rad in 0.01 s on a 1 rad/s joint
     with pytest.raises(StateError, match='jumped a by 0.500') as error:
         _state(tracker)
     assert error.value.reason == 'inconsistent_state'
 
 
 def test_the_command_envelope(node):
-    tracker = JointStateTracker(node, tolerance=0.05)
     history = CommandHistory()
+    tracker = _tracker(node, history, tolerance=0.05)
     start = MotionState.at_rest(HOME)
     path = plan_move(start, HOME + [0.6, 0.0, -0.6], LIMITS)  # c from 0.3 down to -0.3, in about 0.85 s
-    history.sent(start, path)
-    _feed(tracker, node, NAMES, HOME + [0.1, 0.0, -0.1])  # on the way: consistent
-    _state(tracker, history)
-    time.sleep(0.3)
+    history.sent(start, path, time.monotonic() - 0.5)
+    _settle(tracker, node, NAMES, HOME + [0.1, 0.0, -0.1], ago=0.3)  # on the way: consistent
+    _state(tracker)
     _feed(tracker, node, NAMES, HOME + [0.2, 0.0, 0.15])  # c at 0.45: not faster than 1 rad/s, but the wrong way
     with pytest.raises(StateError, match='outside where the last command can have taken it'):
-        _state(tracker, history)
+        _state(tracker)
+
+
+def test_after_a_pause_one_reading_of_zeros_is_not_believed_a_consistent_run_is(node):
+    """A driver restart: readings stop for 1.2 s, then one message of all zeros (the bound grew with the pause).
+
+    The zeros lie 0.3 rad from the last reading, within 1.2 s x 1 rad/s: a bound growing with the pause takes
+    them.  Refused, then believed once a run of consistent readings spans the settle time.
+    """
+    tracker = _tracker(node)
+    _settle(tracker, node, NAMES, HOME, ago=1.35)
+    _state(tracker)
+    _feed(tracker, node, NAMES, np.zeros(3), ago=0.15)
+    with pytest.raises(StateError, match='joint_states resumed') as error:
+        _state(tracker)
+    assert error.value.reason == 'stale_state' and tracker.settling(NAMES)
+    for k in range(14, -1, -1):
+        _feed(tracker, node, NAMES, np.zeros(3), ago=0.01 * k)
+    np.testing.assert_array_equal(_state(tracker).position, 0.0)
+
+
+def test_the_command_envelope_stops_growing_after_a_pause(node):
+    """A command that ended 10 s ago explains the arm only a pause's travel from where it left it."""
+    history = CommandHistory()
+    tracker = _tracker(node, history)
+    start = MotionState.at_rest(HOME)
+    history.sent(start, plan_move(start, HOME + 0.2, LIMITS), time.monotonic() - 12.0)
+    _settle(tracker, node, NAMES, HOME + 0.2 + [0.45, 0.0, 0.0])   # 10 s at rest, 0.45 rad from the end
+    with pytest.raises(StateError, match='outside where the last command can have taken it') as error:
+        _state(tracker)
+    assert error.value.reason == 'inconsistent_state'
+
+
+def test_future_stamped_readings_are_refused(node):
+    tracker = _tracker(node)
+    _settle(tracker, node, NAMES, HOME, ago=0.02)
+    _feed(tracker, node, NAMES, HOME + 0.05, ago=-10.0)
+    with pytest.raises(StateError, match='in the future') as error:
+        _state(tracker)
+    assert error.value.reason == 'inconsistent_state'
+
+
+def test_a_model_loaded_while_readings_flow_believes_them_at_once(node):
+    tracker = JointStateTracker(node)
+    _settle(tracker, node, NAMES, HOME)
+    tracker.configure(LIMITS)
+    np.testing.assert_array_equal(_state(tracker).position, HOME)
 
 
 def test_the_replay_follows_the_trajectory_as_sent(node):
@@ -139,8 +201,10 @@ def test_the_replay_follows_the_trajectory_as_sent(node):
     after = history.reference(now=100.0 + path.duration + 1.0)
     np.testing.assert_allclose(after.position, path.positions[-1])
     assert not after.velocity.any() and not after.acceleration.any()
-    low, high = history.envelope(100.0 + path.duration + 2.0, LIMITS.velocity, 0.05)
-    np.testing.assert_allclose(high - np.maximum(HOME, path.positions.max(axis=0)), 0.05 + 2.0)  # 1 rad/s x 2 s
+    expected = history.expectation(100.0 + path.duration + 0.2, LIMITS.velocity, 0.25)
+    np.testing.assert_allclose(expected.upper - np.maximum(HOME, path.positions.max(axis=0)), 0.2)  # 1 rad/s x 0.2 s
+    expected = history.expectation(100.0 + path.duration + 2.0, LIMITS.velocity, 0.25)
+    np.testing.assert_allclose(expected.upper - np.maximum(HOME, path.positions.max(axis=0)), 0.25)  # capped
 
 
 def test_a_command_the_controller_cannot_take_is_refused_and_not_remembered():

@@ -255,6 +255,7 @@ class StatePlausibility:
         self._believed = None          # _Record
         self._run = []                 # [_Record] after a pause or a jump, oldest first
         self._newest = Assessment(Verdict.NO_READING, 'no joint state received yet')
+        self._newest_received = -np.inf
 
     @property
     def believed(self):
@@ -269,18 +270,19 @@ class StatePlausibility:
         answers with it until the next reading.
         """
         self._newest = self._judge(reading, now, expected)
+        self._newest_received = reading.stamp if reading.received is None else reading.received
         return self._newest
 
     def assess(self, now):
         """May a motion start from the state at ``now``?  The newest reading's verdict, aged.
 
         Return an Assessment: BELIEVED with the state when the newest reading was believed and was received at
-        most ``timeout`` s before ``now``; otherwise why not.
+        most ``timeout`` s before ``now``; STALE when the newest reading is older; otherwise its refusal.
         """
         newest = self._newest
-        if not newest.believed:
+        if newest.verdict == Verdict.NO_READING:
             return newest
-        age = now - self._believed.received
+        age = now - self._newest_received
         if age > self._settings.timeout:
             return Assessment(Verdict.STALE, f'joint_states are {age:.2f} s old (joint_states_timeout '
                                              f'{self._settings.timeout:g} s)')
@@ -397,8 +399,13 @@ class StatePlausibility:
     def _settle(self, record, jump):
         """Add ``record`` to the run of consistent readings; believe it once the run is long enough."""
         s = self._settings
-        if self._run and not self._continues(self._run[-1], record):
-            self._run = []
+        if self._run:
+            last = self._run[-1]
+            in_time = 0.0 <= record.stamp - last.stamp <= s.pause
+            broken = self._jump(last, record) if in_time else None
+            if broken is not None or not in_time:
+                self._run = []
+                jump = jump or broken
         self._run.append(record)
         span = record.stamp - self._run[0].stamp
         if len(self._run) >= s.settle_count and span >= s.settle_time - STAMP_RESOLUTION:
@@ -408,10 +415,6 @@ class StatePlausibility:
         return Assessment(Verdict.SETTLING, f'joint_states resumed: {len(self._run)} consistent readings over '
                                             f'{span:.3f} s, {s.settle_count} over {s.settle_time:g} s needed before '
                                             'the arm moves')
-
-    def _continues(self, before, record):
-        """Tell whether ``record`` follows ``before`` in order, within a pause and within reach."""
-        return 0.0 <= record.stamp - before.stamp <= self._settings.pause and self._jump(before, record) is None
 
     def _believe(self, record):
         self._believed, self._run = record, []

@@ -47,6 +47,7 @@ from ..core.warmup import warm_up
 from ..motion import guard as motion_guard
 from ..motion.cartesian import cartesian_path
 from ..motion.limits import MotionState
+from ..motion.plausibility import PAUSE
 from ..motion.timing import plan_joint_path, plan_move
 
 #: Streamed targets: best effort, newest only.  A RELIABLE subscription made fast publishers
@@ -164,6 +165,8 @@ class IKSolverNode(Node):
             self, model.chain.joint_names, p['trajectory_topic'] or f"{p['controller_name']}/joint_trajectory",
             p['controller_name'], p['command_interface'], self._on_controller_event)
         history = CommandHistory()
+        self.joint_states.configure(limits.limits, expect=partial(history.expectation,
+                                                                  velocity_limits=limits.limits.velocity, pause=PAUSE))
         guard = self._build_guard(limits, p.values, controller, history, collision)
         self.collision = collision
         previous, self._robot = self._robot, Context(model, solver, limits, guard, history, controller, world)
@@ -322,8 +325,10 @@ class IKSolverNode(Node):
     def _handle_target(self, pending):
         """Return the Outcome of a target, or None if it waits for the model or a first joint state."""
         context = self._robot
+        names = context.model.chain.joint_names if context is not None else None
         waiting_for = ('the robot model' if context is None else
-                       None if self.joint_states.has(context.model.chain.joint_names) else 'a first joint state')
+                       'a first joint state' if not self.joint_states.has(names) else
+                       'consistent joint states' if self.joint_states.settling(names) else None)
         waited = time.monotonic() - pending.arrival
         if waiting_for is not None:
             if waited > self.params['target_timeout']:
@@ -386,8 +391,7 @@ class IKSolverNode(Node):
         """
         now = time.monotonic()
         limits = context.limits.limits
-        measured = self.joint_states.state(context.model.chain.joint_names, limits.lower, limits.upper,
-                                           velocity=limits.velocity, history=context.history)
+        measured = self.joint_states.state(context.model.chain.joint_names)
         controller = context.controller.reference()
         reference = controller
         if reference is None or context.history.follows(reference):

@@ -1,20 +1,17 @@
 """The arm's measured state, and whether it may be trusted to start a move from.
 
-A dead driver's last reading, a spoofed message or a joint beyond its limit must
-never seed a move.  ``JointStateTracker`` keeps the newest reading of every joint
-with the instant the middleware received it on this machine (robust to clocks
-that differ between machines, and to readings queued behind a busy executor)
-and answers ``state()`` only when the reading is:
+A dead driver's last reading, a spoofed message, a driver restart publishing
+zeros or a joint beyond its limit must never seed a move.  ``JointStateTracker``
+hands every reading to a ``motion.plausibility.StatePlausibility`` (the one
+model both nodes use: form, limits, stamps, continuity within the limits with
+a bound capped over a pause, a run of consistent readings after a pause, and
+agreement with the commands sent) and answers ``state()`` with the believed
+state only, else a ``StateError`` with the model's reason.  Readings are aged
+from the instant the middleware received them on this machine (robust to
+readings queued behind a busy executor) and ordered by their header stamps.
 
-- fresh: younger than ``timeout`` (else ``stale_state``; a joint never seen is stale too);
-- well formed: no duplicate names, as many positions as names, finite (else ``invalid_input``);
-- within the position limits (``LIMIT_SLACK`` of encoder noise is clamped; beyond it, ``inconsistent_state``);
-- plausible: a joint may have moved since its previous reading only as fast as its velocity limit allows,
-  and it must lie where the last command (``CommandHistory``) can have taken it, within ``tolerance``
-  and what the velocity limit allows since that command ended (else ``inconsistent_state``).
-
-``CommandHistory`` also replays the last trajectory the way the controller interpolates it: the start state
-of the next move where the controller's own reference is not available.
+``CommandHistory`` replays the last trajectory the way the controller interpolates it: the start state
+of the next move where the controller's own reference is not available, and where the arm can be.
 """
 import bisect
 from collections import deque
@@ -28,10 +25,13 @@ from sensor_msgs.msg import JointState
 
 from ..motion.jtc import SplineSampler, Trajectory
 from ..motion.limits import MotionState
+from ..motion.plausibility import Expectation, PlausibilitySettings, Reading, StatePlausibility, Verdict
 from ..motion.timing import held, joined
 
-#: Readings this far outside a position limit are clamped onto it (encoder noise) [rad or m].
-LIMIT_SLACK = 0.01
+#: Recent readings a newly configured model judges again (0.5 s at 100 Hz).
+REJUDGED = 50
+#: Velocity bound [rad/s or m/s] of a model built without velocity limits: continuity is then not checked.
+UNCHECKED_SPEED = 1e6
 #: Joint readings kept to resolve targets stamped in a moving link at their stamp.
 HISTORY = 400
 #: A state is on the last command's replay when it agrees this well (position [rad or m], velocity per s).
@@ -63,11 +63,15 @@ def received_monotonic(info):
 
 
 class StateError(Exception):
-    """No state to start a move from: ``reason`` is 'stale_state', 'inconsistent_state' or 'invalid_input'."""
+    """No state to start a move from: ``reason`` is 'stale_state', 'inconsistent_state' or 'invalid_input'.
 
-    def __init__(self, reason, message):
+    ``verdict``: the plausibility model's Verdict, when it refused the state.
+    """
+
+    def __init__(self, reason, message, verdict=None):
         super().__init__(message)
         self.reason = reason
+        self.verdict = verdict
 
 
 class CommandHistory:
@@ -188,15 +192,20 @@ class CommandHistory:
         q, v, a, _ = sampler.evaluate(np.array([(time.monotonic() if now is None else now) - t0]))
         return MotionState(q[0], v[0], a[0])
 
-    def envelope(self, at, velocity_limits, tolerance):
-        """(lower, upper) bounds on where the arm can be at monotonic time ``at`` under the last command."""
+    def expectation(self, at, velocity_limits, pause):
+        """Return where the arm can be at monotonic ``at`` under the last command (an Expectation), or None.
+
+        Anywhere the command passes, and after its end as far as ``velocity_limits`` allow in the time since,
+        counted up to ``pause`` [s] at most: a bound that grew with every second of rest would, after a pause,
+        take any reading for one the command explains.
+        """
         if self._sent is None:
             return None
         t0, start, path, sampler = self._sent
         low = np.minimum(start.position, path.positions.min(axis=0))
         high = np.maximum(start.position, path.positions.max(axis=0))
-        drift = tolerance + np.asarray(velocity_limits) * max(0.0, at - t0 - sampler.end_time)
-        return low - drift, high + drift
+        drift = np.asarray(velocity_limits) * min(max(0.0, at - t0 - sampler.end_time), pause)
+        return Expectation(low - drift, high + drift)
 
 
 def _agrees(sampler, t, state, tolerance):
@@ -206,57 +215,132 @@ def _agrees(sampler, t, state, tolerance):
 
 
 class JointStateTracker:
-    """Newest joint readings from ``topic``; see the module docstring."""
+    """Joint readings from ``topic``, judged by a ``StatePlausibility``; see the module docstring.
+
+    ``configure`` names the chain and its limits (until then ``state`` builds the model from its own
+    arguments).  ``timeout`` and ``tolerance`` may be changed at any time; what is believed stays.
+    """
 
     def __init__(self, node, topic='joint_states', timeout=0.5, callback_group=None, tolerance=0.1):
-        self.timeout = timeout
-        self.tolerance = tolerance
+        self._timeout, self._tolerance = timeout, tolerance
+        self._thresholds = {}
         self._lock = threading.Lock()
-        self._joints = {}        # name -> (position, velocity, arrival, previous position, previous arrival)
-        self._problems = {}      # name -> (reason, message) of its newest message, if that was bad
+        self._model = None       # StatePlausibility of the configured chain
+        self._expect = None      # at -> Expectation or None: where our commands can have put the arm
+        self._recent = deque(maxlen=REJUDGED)   # (Reading, callback time): judged again by a new model
+        self._positions = {}     # name -> newest finite position (frames and FK, not checked)
+        self._seen = set()       # names that have had a reading, good or bad
         self._arrivals = deque(maxlen=100)
         self._history = deque(maxlen=HISTORY)   # (header stamp [ns], {name: position})
         self._clock = node.get_clock()
         self._logger = node.get_logger()
         node.create_subscription(JointState, topic, self._on_message_with_info, 10, callback_group=callback_group)
 
+    @property
+    def timeout(self):
+        """Return the age [s] beyond which the believed state is stale."""
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, value):
+        self._timeout = value
+        self._retune()
+
+    @property
+    def tolerance(self):
+        """Return the sensor noise and tracking error a reading may add to any bound [rad or m]."""
+        return self._tolerance
+
+    @tolerance.setter
+    def tolerance(self, value):
+        self._tolerance = value
+        self._retune()
+
+    def configure(self, limits, expect=None, **thresholds):
+        """Judge the readings of ``limits.names`` (motion.limits.JointLimits) from now on.
+
+        ``expect(at)``: an Expectation (where the commands sent can have put the arm at monotonic ``at``), or
+        None; ``thresholds``: PlausibilitySettings fields other than the limits, timeout and tolerance.  The
+        chain's recent readings are judged again, so a model loaded while readings flow starts believing at once.
+        """
+        self._thresholds = dict(thresholds)
+        settings = self._settings(limits.names, limits.lower, limits.upper, limits.velocity, limits.acceleration)
+        with self._lock:
+            self._expect = expect
+            self._install(settings)
+
+    def _settings(self, names, lower, upper, velocity, acceleration=None):
+        return PlausibilitySettings(tuple(names), lower, upper, velocity, acceleration, tolerance=self._tolerance,
+                                    timeout=self._timeout, **self._thresholds)
+
+    def _install(self, settings):
+        """Use ``settings``: the same joints keep what is believed, others are judged afresh (lock held)."""
+        if self._model is not None and self._model.settings.names == settings.names:
+            self._model.settings = settings
+            return
+        self._model = StatePlausibility(settings)
+        for reading, now in self._recent:
+            if self._concerns(reading.names):
+                self._model.update(reading, now)
+
+    def _retune(self):
+        with self._lock:
+            if self._model is not None:
+                s = self._model.settings
+                self._model.settings = replace(s, tolerance=self._tolerance, timeout=self._timeout)
+
+    def _concerns(self, names):
+        return any(name in self._model.settings.names for name in names)
+
     def _on_message_with_info(self, msg, info):
         self.on_message(msg, received_monotonic(info))
 
     def on_message(self, msg, arrival=None):
-        """Record a reading that reached this process at monotonic ``arrival`` (default: now)."""
-        now = time.monotonic() if arrival is None else arrival
-        names = list(msg.name)
-        problem = _malformed(msg)
+        """Judge a reading that reached this process at monotonic ``arrival`` (default: now).
+
+        The instant it describes is its header stamp on the node's clock (a zero stamp: its arrival), turned
+        into the monotonic clock: readings queued behind a busy executor keep their own instants.
+        """
+        now = time.monotonic()
+        arrival = now if arrival is None else arrival
+        stamp = Time.from_msg(msg.header.stamp).nanoseconds
+        described = arrival if stamp == 0 else now - (self._clock.now().nanoseconds - stamp) * 1e-9
+        reading = Reading(tuple(msg.name), tuple(msg.position), tuple(msg.velocity), described, arrival)
         with self._lock:
-            self._arrivals.append(now)
-            if problem is not None:
-                for name in names:
-                    self._problems[name] = ('invalid_input', problem)
-                self._logger.warning(f'joint_states refused: {problem}', throttle_duration_sec=2.0)
+            self._arrivals.append(arrival)
+            self._seen.update(reading.names)
+            if _malformed(msg) is None:
+                self._remember(reading, stamp or self._clock.now().nanoseconds)
+            self._recent.append((reading, now))
+            if self._model is None or not self._concerns(reading.names):
                 return
-            has_velocity = len(msg.velocity) == len(names)
-            for i, name in enumerate(names):
-                q = float(msg.position[i])
-                v = float(msg.velocity[i]) if has_velocity and np.isfinite(msg.velocity[i]) else 0.0
-                if not np.isfinite(q):
-                    self._problems[name] = ('invalid_input', f'joint_states has NaN or inf for {name}')
-                    continue
-                previous = self._joints.get(name)
-                self._joints[name] = (q, v, now) + ((previous[0], previous[2]) if previous else (q, -np.inf))
-                self._problems.pop(name, None)
-            stamp = Time.from_msg(msg.header.stamp).nanoseconds or self._clock.now().nanoseconds
-            self._history.append((stamp, {name: record[0] for name, record in self._joints.items()}))
+            expected = self._expect(described) if self._expect is not None else None
+            result = self._model.update(reading, now, expected)
+        if not result.believed and result.verdict != Verdict.SETTLING:
+            self._logger.warning(f'joint_states refused: {result.message}', throttle_duration_sec=2.0)
+
+    def _remember(self, reading, stamp):
+        for name, q in zip(reading.names, reading.position):
+            if np.isfinite(q):
+                self._positions[name] = float(q)
+        self._history.append((stamp, dict(self._positions)))
 
     def has(self, names):
         """Whether every joint of ``names`` has had a reading (good or bad)."""
         with self._lock:
-            return all(n in self._joints or n in self._problems for n in names)
+            return all(n in self._seen for n in names)
+
+    def settling(self, names):
+        """Whether the readings of ``names`` are arriving but not yet believed (a start, or after a pause)."""
+        with self._lock:
+            if self._model is None or self._model.settings.names != tuple(names):
+                return False
+            return self._model.assess(time.monotonic()).verdict in (Verdict.NO_READING, Verdict.SETTLING)
 
     def positions(self):
         """{name: position} of every joint seen (for frames and FK; not checked)."""
         with self._lock:
-            return {name: record[0] for name, record in self._joints.items()}
+            return dict(self._positions)
 
     def positions_at(self, stamp):
         """{name: position} measured at builtin_interfaces Time ``stamp``: the newest at or before it.
@@ -266,7 +350,7 @@ class JointStateTracker:
         at = Time.from_msg(stamp).nanoseconds
         with self._lock:
             if at == 0 or not self._history:
-                return {name: record[0] for name, record in self._joints.items()}
+                return dict(self._positions)
             stamps = [s for s, _ in self._history]
             k = max(0, bisect.bisect_right(stamps, at) - 1)
             return dict(self._history[k][1])
@@ -283,55 +367,23 @@ class JointStateTracker:
                 return 0.0
             return (len(self._arrivals) - 1) / (self._arrivals[-1] - self._arrivals[0])
 
-    def state(self, names, lower=None, upper=None, velocity=None, history=None):
-        """Return the MotionState of ``names`` (acceleration zero), checked as the module docstring says.
+    def state(self, names, lower=None, upper=None, velocity=None):
+        """Return the believed MotionState of ``names`` (acceleration zero, ``time`` its monotonic instant).
 
-        Raises StateError.
-
-        ``velocity``: velocity limits, for the plausibility checks; ``history``: the commands sent.
+        Raises StateError with the model's reason and message.  Before ``configure`` the model is built from
+        ``lower``, ``upper`` and ``velocity`` (None: continuity is not checked, only freshness, form, limits
+        and the run of consistent readings a start needs).
         """
         with self._lock:
-            problems = [(n, self._problems[n]) for n in names if n in self._problems]
-            records = [self._joints.get(n) for n in names]
-        if problems:
-            raise StateError(problems[0][1][0], problems[0][1][1])
-        missing = [n for n, r in zip(names, records) if r is None]
-        if missing:
-            raise StateError('stale_state', f'no joint_states yet for {", ".join(missing)}')
-        q, v, arrival, q_prev, arrival_prev = (np.array(column) for column in zip(*records))
-        age = time.monotonic() - arrival.min()
-        if age > self.timeout:
-            raise StateError('stale_state', f'joint_states are {age:.2f} s old (joint_states_timeout '
-                             f'{self.timeout:g} s)')
-        if lower is not None:
-            q = self._within_limits(names, q, lower, upper)
-        if velocity is not None:
-            self._check_plausible(names, q, q_prev, arrival - arrival_prev, velocity)
-            envelope = history.envelope(arrival.min(), velocity, self.tolerance) if history is not None else None
-            if envelope is not None:
-                _check_inside(names, q, *envelope, 'where the last command can have taken it')
-        return MotionState(q, v, np.zeros_like(q), time=float(arrival.min()))
-
-    def _within_limits(self, names, q, lower, upper):
-        _check_inside(names, q, np.asarray(lower) - LIMIT_SLACK, np.asarray(upper) + LIMIT_SLACK,
-                      'the joint limits')
-        return np.clip(q, lower, upper)
-
-    def _check_plausible(self, names, q, q_prev, dt, velocity):
-        allowed = np.asarray(velocity) * dt + self.tolerance
-        jumped = np.abs(q - q_prev) > allowed
-        if jumped.any():
-            i = int(np.argmax(jumped))
-            raise StateError('inconsistent_state', f'joint_states jumped {names[i]} by {abs(q[i] - q_prev[i]):.3f} '
-                             f'in {dt[i]:.3f} s, faster than its velocity limit allows')
-
-
-def _check_inside(names, q, low, high, what):
-    outside = (q < low) | (q > high)
-    if outside.any():
-        i = int(np.argmax(outside))
-        raise StateError('inconsistent_state', f'joint_states put {names[i]} at {q[i]:.4f}, outside {what} '
-                         f'[{low[i]:.4f}, {high[i]:.4f}]')
+            if self._model is None or self._model.settings.names != tuple(names):
+                n = len(names)
+                self._install(self._settings(
+                    names, np.full(n, -np.inf) if lower is None else lower, np.full(n, np.inf) if upper is None
+                    else upper, np.full(n, UNCHECKED_SPEED) if velocity is None else velocity))
+            result = self._model.assess(time.monotonic())
+        if not result.believed:
+            raise StateError(result.reason, result.message, result.verdict)
+        return result.state
 
 
 def _malformed(msg):
