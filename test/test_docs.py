@@ -22,6 +22,12 @@ FORBIDDEN = {
                        r'September|October|November|December)\b|\b(?:January|February|March|April|May|June|July|'
                        r'August|September|October|November|December) \d{4}\b'),
 }
+#: A file path in backticks: from the repository root, or a module path inside the package.
+PATH = re.compile(r'`((?:ik_solver|ik_solver_interfaces|test|config|urdf|launch|scripts|docs)/[\w./*-]*'
+                  r'|(?:core|motion|collision|ros|sim|tools)/\w+\.py)`')
+#: ``python -m <module>`` and ``ros2 run ik_solver <executable>`` commands.
+MODULE_COMMAND = re.compile(r'python3? -m (ik_solver(?:\.\w+)*)(?![.\w<])')
+RUN_COMMAND = re.compile(r'ros2 run ik_solver (\w+)')
 LINK = re.compile(r'!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)')
 FENCE = re.compile(r'^```.*?^```', re.MULTILINE | re.DOTALL)
 
@@ -75,6 +81,30 @@ def test_relative_links_resolve(page):
         elif anchor and linked.suffix == '.md' and anchor not in _anchors(linked):
             broken.append(f'{target}: no heading #{anchor} in {linked.name}')
     assert not broken, f'{page.name}: ' + '; '.join(broken)
+
+
+@pytest.mark.parametrize('page', PAGES, ids=lambda p: p.name)
+def test_named_files_exist(page):
+    """Every repository path a page names in backticks exists (a glob matches at least one file)."""
+    missing = []
+    for path in PATH.findall(page.read_text()):
+        base = ROOT if path.split('/')[0] in ('ik_solver', 'ik_solver_interfaces', 'test', 'config', 'urdf',
+                                              'launch', 'scripts', 'docs') else ROOT / 'ik_solver'
+        if not list(base.glob(path.rstrip('/'))):
+            missing.append(path)
+    assert not missing, f'{page.name} names files that do not exist: {missing}'
+
+
+@pytest.mark.parametrize('page', PAGES, ids=lambda p: p.name)
+def test_commands_name_real_programs(page):
+    """Every ``python -m`` module exists, and every ``ros2 run ik_solver`` executable is a console script."""
+    text = page.read_text()
+    scripts = re.findall(r"'(\w+) = ik_solver[\w.:]+'", (ROOT / 'setup.py').read_text())
+    wrong = [m for m in MODULE_COMMAND.findall(text)
+             if not (ROOT / (m.replace('.', '/') + '.py')).exists()
+             and not (ROOT / m.replace('.', '/') / '__main__.py').exists()]
+    wrong += [f'ros2 run ik_solver {name}' for name in RUN_COMMAND.findall(text) if name not in scripts]
+    assert not wrong, f'{page.name}: {wrong}'
 
 
 def test_every_docs_page_is_in_the_index():
