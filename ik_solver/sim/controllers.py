@@ -130,6 +130,17 @@ class TrajectoryController:
         self._block = None
         self.reference = (np.array(q0, float), np.zeros(len(q0)), np.zeros(len(q0)))
 
+    def warm_up(self):
+        """Compile (or load from the cache) the spline kernels now, before the physics runs.
+
+        Loaded at the first trajectory, they held the physics thread for seconds
+        on a busy machine (numba's start-up), with no joint_states meanwhile:
+        the first command a client sent was never executed.
+        """
+        n = len(self.reference[0])
+        ahead = jtc.Trajectory(np.array([0.01, 0.02]), np.zeros((2, n)), np.zeros((2, n)), np.zeros((2, n)))
+        jtc.SplineSampler(self.reference[0], np.zeros(n), ahead).evaluate(np.array([0.0, 0.015, 0.03]))
+
     def load(self, trajectory, start, label, arrival=None):
         """Execute ``trajectory`` (jtc.Trajectory, controller order) from ``start`` (ROS thread).
 

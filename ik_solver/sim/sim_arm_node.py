@@ -148,6 +148,7 @@ class SimArmNode(Node):
         self.controller_state_pub = None
         if kind == 'joint_trajectory':
             self.controller = TrajectoryController(self.sim.positions, monitor)
+            self.controller.warm_up()
             topic = f'{name}/joint_trajectory'
             self.create_subscription(JointTrajectory, topic, self._on_trajectory, 10)
             if JointTrajectoryControllerState is not None:
