@@ -4,7 +4,8 @@ The MuJoCo arm runs the simulated joint_trajectory_controller at 1 kHz, as sim_a
 measures its accelerations (velocity change of each physics step).  A command the controller joins
 continuously is measured within the limits; a command that truly exceeds them, or a re-targeting
 stream joined later than its stamp without a lead-in (the reference steps at each switch), is measured
-beyond them and reported by the controller's witness too.
+beyond them and reported by the controller's witness too.  So is a lead-in without a point at its stamp:
+the controller starts it from its previous output, one update behind the motion under way.
 """
 from dataclasses import replace
 
@@ -97,18 +98,22 @@ class Replay:
         q, v, a, _ = self.sampler.evaluate(np.atleast_1d(np.asarray(t, float)) - self.stamp)
         return q, v, a
 
-    def lead_in(self, now, lead):
-        """Return the command's own points in (now, now + lead) and its state at now + lead, times after ``now``."""
+    def lead_in(self, now, lead, at_stamp=True):
+        """Return the command's own points in (now, now + lead) and its state at now + lead, times after ``now``.
+
+        ``at_stamp``: its state at ``now`` (the stamp) comes first, as a point at time 0.
+        """
         knots = self.times + self.stamp - now
-        times = np.append(knots[(knots > 0.0) & (knots < lead)], lead)
+        times = np.concatenate([[0.0] if at_stamp else [], knots[(knots > 0.0) & (knots < lead)], [lead]])
         return (times,) + self.state(times + now)
 
 
-def _stream(limits, delays, lead):
+def _stream(limits, delays, lead, at_stamp=True):
     """Run a 100 Hz re-targeting stream along a joint-space circle, each command planned from the last one.
 
     Each is stamped with its start instant and taken over ``delays[k]`` s later; with ``lead`` > 0 it keeps
-    to the last command for ``lead`` s first (exactly, on its own points) and departs from there.
+    to the last command for ``lead`` s first (exactly, on its own points, ``Replay.lead_in``) and departs
+    from there.
     """
     arm = Arm(limits)
     arm.run_until(0.2)
@@ -122,7 +127,7 @@ def _stream(limits, delays, lead):
                                       np.cos(phase) - 1.0])
         start = MotionState.at_rest(HOME) if replay is None else MotionState(*(x[0] for x in replay.state(stamp)))
         head = ((np.zeros(0),) + tuple(np.zeros((0, 7)) for _ in range(3)) if replay is None or lead == 0.0
-                else replay.lead_in(stamp, lead))
+                else replay.lead_in(stamp, lead, at_stamp))
         departure = MotionState(head[1][-1], head[2][-1], head[3][-1]) if len(head[0]) else start
         path = plan_move(departure, goal, scaled)
         shift = head[0][-1] if len(head[0]) else 0.0
@@ -136,10 +141,25 @@ def _stream(limits, delays, lead):
 
 
 def test_a_stream_joined_within_its_lead_in_has_no_transients(limits, rng):
-    """Taken over 2-15 ms after their stamps, within the 20 ms lead-in: every switch is continuous."""
+    """Taken over 2-15 ms after their stamps, within the 20 ms lead-in: every switch is continuous.
+
+    Its first point, at the stamp, is the motion under way: the controller, sampling at its update after
+    that point, runs the segment between the trajectory's own points, whatever state it starts from.
+    """
     arm = _stream(limits, rng.uniform(0.002, 0.015, TARGETS), LEAD)
     assert np.all(arm.peaks() <= limits.acceleration), (arm.peaks(), limits.acceleration)
     assert arm.reports == []
+
+
+def test_a_lead_in_without_a_point_at_its_stamp_steps_at_each_switch(limits, rng):
+    """Before its first point the controller interpolates from its previous update's output, placed at now.
+
+    That start is one 1 ms update behind the motion under way: the reference holds for an update, then
+    catches up, and the arm's measured accelerations leave the limits (as joint_trajectory_controller's
+    would; a controller started from the exact state at now would see no step).
+    """
+    arm = _stream(limits, rng.uniform(0.002, 0.015, TARGETS), LEAD, at_stamp=False)
+    assert np.any(arm.peaks() > limits.acceleration * FACTOR + MARGIN), arm.peaks()
 
 
 def test_a_stream_joined_late_without_a_lead_in_is_measured_and_reported(limits, rng):

@@ -100,16 +100,24 @@ class Report:
 
 
 class TrajectoryController:
-    """joint_trajectory_controller: splines from the current reference through each trajectory (jtc.SplineSampler).
+    """joint_trajectory_controller: splines from the state before each trajectory through it (jtc.SplineSampler).
 
-    A new trajectory preempts the current one.  As the controller (with
-    ``interpolate_from_desired_state``), it aligns the trajectory with its
-    ``header.stamp``: from the reference the current trajectory gives at that
-    instant (position, velocity, acceleration) to the first point still ahead;
-    points already in the past are skipped and the segment under way is joined
-    (so a trajectory planned from the motion it continues is joined in step,
-    whatever the transport delay, and where it differs from the motion under
-    way at that instant the reference steps, as the real controller's does).
+    A new trajectory preempts the current one at the controller's first update
+    after it arrived, as the controller's ``update`` takes it:
+
+    - the state before it is the previous update's output (position, velocity,
+      acceleration) with ``open_loop`` (``open_loop_control`` /
+      ``interpolate_from_desired_state``), else the measured state (position,
+      velocity), placed at this update's time;
+    - it is sampled at this update's time against its ``header.stamp`` (zero:
+      this update): before its first point, the segment runs from the state
+      before it to that point; later, the segment under way between two of its
+      points is joined (no matter where the arm is: where the trajectory
+      differs from the motion under way, the reference steps, as the real
+      controller's does); past its last point, that point is held.
+
+    A trajectory stamped so early that it ends before it arrives is refused on
+    arrival by the controller (``ends_in_the_past``), not here.
     The splines are evaluated ``BLOCK_STEPS`` physics steps at a time (one
     vectorised evaluation instead of one per step) and each executed step is
     checked: positions, the splines' velocities and accelerations, and the
@@ -121,8 +129,9 @@ class TrajectoryController:
 
     kind = 'joint_trajectory'
 
-    def __init__(self, q0, monitor):
+    def __init__(self, q0, monitor, open_loop=True):
         self.monitor = monitor
+        self.open_loop = open_loop
         self._lock = threading.Lock()
         self._pending = deque()  # (trajectory, start, label, arrival), in the order they arrived
         self._active = None  # (sampler, its start, label, the trajectory's time 0: reports count from it)
@@ -155,8 +164,11 @@ class TrajectoryController:
         with self._lock:
             self._pending.append((trajectory, start, label, -np.inf if arrival is None else arrival))
 
-    def update(self, now, dt):
-        """Servo reference (q, v, a) at physics time ``now`` (steps of ``dt``), and Reports of ended trajectories."""
+    def update(self, now, dt, measured=None):
+        """Servo reference (q, v, a) at physics time ``now`` (steps of ``dt``), and Reports of ended trajectories.
+
+        ``measured``: the joints' (positions, velocities) now, the start of a new trajectory in closed loop.
+        """
         reports = []
         pending = None
         with self._lock:
@@ -165,7 +177,7 @@ class TrajectoryController:
         if pending is not None:
             trajectory, start, label, _ = pending
             start = now if start is None else start
-            joined = self._aligned(trajectory, now, start, self._state_at(now))
+            joined = self._aligned(trajectory, now, start, self._state_before(measured))
             reports += self._report()
             self._active, self._block = joined + (label, start), None
         if self._active is None or now < self._active[1]:
@@ -186,13 +198,12 @@ class TrajectoryController:
             self._active = None
         return q, v, a, reports
 
-    def _state_at(self, now):
-        """Return the reference (q, v, a) the current trajectory gives at ``now`` (held at rest without one)."""
-        if self._active is None:
+    def _state_before(self, measured):
+        """Return the state (q, v, a) a new trajectory starts from: the last output, or the measured state."""
+        if self.open_loop or measured is None:
             return self.reference
-        sampler, start, _, _ = self._active
-        q, v, a, _ = sampler.evaluate(np.array([now - start]))
-        return q[0], v[0], a[0]
+        q, v = measured
+        return np.array(q, float), np.array(v, float), np.zeros(len(q))
 
     def _aligned(self, trajectory, now, start, state):
         """(sampler, start time) of ``trajectory`` whose time 0 is ``start``, joined at ``now`` from ``state``."""
@@ -234,6 +245,15 @@ class TrajectoryController:
             return []
         violations = self.monitor.take()
         return [Report(self.kind, self._active[2], violations)] if violations else []
+
+
+def ends_in_the_past(stamp, last_time, now):
+    """Tell whether joint_trajectory_controller refuses a trajectory on arrival at ``now`` as already over.
+
+    ``stamp``: its header.stamp [s] (0: start on arrival, never refused); ``last_time``: its last point's
+    time_from_start [s].
+    """
+    return stamp != 0.0 and stamp + last_time < now
 
 
 def _tail(values, k):

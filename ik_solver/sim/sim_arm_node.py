@@ -5,7 +5,9 @@ can be tested end to end.  ``controller_type`` chooses the controller:
 
 - ``joint_trajectory``: trajectory_msgs/JointTrajectory on
   ``<controller_name>/joint_trajectory``, validated as joint_trajectory_controller
-  does (``jtc.validate``) and interpolated with its splines; where control_msgs
+  does (``jtc.validate``; a non-zero stamp whose last point is already past is
+  refused), taken over as it does (from its last output, open loop, sampled at
+  now against the stamp) and interpolated with its splines; where control_msgs
   is importable, ``<controller_name>/controller_state``
   (JointTrajectoryControllerState: reference, feedback, error, output);
 - ``forward_position`` / ``forward_velocity``: std_msgs/Float64MultiArray on
@@ -56,7 +58,7 @@ from std_msgs.msg import Float64, Float64MultiArray, Header, String
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from .controllers import ForwardController, LimitMonitor, TrajectoryController
+from .controllers import ends_in_the_past, ForwardController, LimitMonitor, TrajectoryController
 from .physics import ArmSimulation
 from ..collision.scene import load_scene
 from ..core.chain import chain_from_robot
@@ -191,6 +193,11 @@ class SimArmNode(Node):
             return
         trajectory = jtc.reorder(list(msg.joint_names), points, self.joint_names)
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        if ends_in_the_past(stamp, points[-1][0], self._ros_now()):
+            self.get_logger().error(f'trajectory rejected: non-zero start time {stamp:.6f} and its last point at '
+                                    f'{stamp + points[-1][0]:.6f} lie in the past (now {self._ros_now():.6f})',
+                                    throttle_duration_sec=LOG_THROTTLE)
+            return
         # The controller runs on the physics clock, as JTC on its update loop's.  Stamp and arrival are placed
         # on it through the clocks' relation (the physics step that stands for that ROS instant): a physics
         # thread running late then neither shifts one trajectory against the next nor takes one over before
