@@ -254,6 +254,16 @@ def test_forward_position_outside_the_limits_is_reported_and_still_applied():
     assert q.tolist() == [1.5, 0.0] and not v.any()  # applied directly, as the real controller does
 
 
+def test_forward_commands_take_effect_at_their_arrival_not_before():
+    """A physics thread running behind the clock applies a command at the instant it arrived, as a real loop."""
+    controller = ForwardController('forward_position', np.zeros(2), LimitMonitor(_limits()))
+    controller.command([0.1, 0.0], 0.0, arrival=0.5)
+    controller.command([0.2, 0.0], 0.01, arrival=0.51)
+    assert controller.update(0.499, 1e-3)[0].tolist() == [0.0, 0.0]
+    assert controller.update(0.5, 1e-3)[0].tolist() == [0.1, 0.0]
+    assert controller.update(0.51, 1e-3)[0].tolist() == [0.2, 0.0]
+
+
 def test_forward_velocity_integrates_and_stops_at_the_limit_with_one_report():
     controller = ForwardController('forward_velocity', np.zeros(2), LimitMonitor(_limits()))
     assert controller.command([0.5, -0.25], 0.0) is None

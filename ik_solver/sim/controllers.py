@@ -306,6 +306,10 @@ class ForwardController:
     their values only).  Position commands are servo targets at rest;
     velocity commands are integrated by the physics step into the position
     target, which stops at the joint limits as a hard stop would (reported).
+    A command takes effect at the first update at or after its arrival on the
+    controller's clock (as the trajectory controller's), so a physics thread
+    running behind the clock does not execute a command before the instant it
+    arrived at.
     """
 
     def __init__(self, kind, q0, monitor):
@@ -320,9 +324,12 @@ class ForwardController:
         self._velocity = np.zeros(len(q0))
         self._previous = (self._target if kind == 'forward_position' else self._velocity, None)
         self._at_limit = np.zeros(len(q0), bool)
+        self._pending = deque()   # (values, arrival on the controller's clock), in the order they arrived
 
-    def command(self, values, now):
-        """Apply one command sent at ``now`` [s] (ROS thread); return its Report if beyond the limits, else None.
+    def command(self, values, now, arrival=None):
+        """Take one command sent at ``now`` [s] (ROS thread); return its Report if beyond the limits, else None.
+
+        ``arrival``: the controller-clock time it arrived at (None: the next update applies it).
 
         Implied derivatives are finite differences of the commands over the
         current period estimate (second differences too, so that a change of
@@ -340,10 +347,9 @@ class ForwardController:
                     second = (delta - self._previous[1]) / period ** 2
             if self.kind == 'forward_position':
                 self.monitor.check(now, values, first, second)
-                self._target = values
             else:
                 self.monitor.check(now, self._target, values, first)
-                self._velocity = values
+            self._pending.append((values, -np.inf if arrival is None else arrival))
             self._previous = (values, None if period is None else delta)
             violations = self.monitor.take()
             return Report(self.kind, f'command #{self._count}', violations) if violations else None
@@ -351,6 +357,12 @@ class ForwardController:
     def update(self, now, dt):
         """Servo reference (q, v, a) for the next physics step of ``dt`` seconds, and Reports (limit hits)."""
         with self._lock:
+            while self._pending and self._pending[0][1] <= now + 0.5 * dt:
+                values, _ = self._pending.popleft()
+                if self.kind == 'forward_position':
+                    self._target = values
+                else:
+                    self._velocity = values
             if self.kind == 'forward_position':
                 return self._target, np.zeros_like(self._target), np.zeros_like(self._target), []
             unclipped = self._target + self._velocity * dt

@@ -12,7 +12,7 @@ can be tested end to end.  ``controller_type`` chooses the controller:
   (JointTrajectoryControllerState: reference, feedback, error, output);
 - ``forward_position`` / ``forward_velocity``: std_msgs/Float64MultiArray on
   ``<controller_name>/commands`` in chain order; a wrong length is rejected and
-  logged, values are applied directly (velocities integrated).
+  logged, values are applied as they arrive (velocities integrated).
 
 Like the real controllers it checks neither velocities nor timing, but it
 reports every trajectory or command it executed beyond the position,
@@ -218,7 +218,7 @@ class SimArmNode(Node):
             return
         # The sender's publication time: the stream's own timing, free of DDS and executor delays.
         sent = info['source_timestamp'] * 1e-9 or time.time()
-        self._report(self.controller.command(values, sent))
+        self._report(self.controller.command(values, sent, self._ros_now() - self._epoch))
 
     def _on_enable(self, request, response):
         self._enabled = bool(request.data)
