@@ -1,11 +1,13 @@
-# Source this to use the built workspace: the venv, the wheels' prefix, the install space.
-_IK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-_IK_VENV="${IK_SOLVER_VENV:-$_IK_ROOT/.venv}"
+# Source this to use the built workspace of one distribution (ROS_DISTRO=jazzy, the default, or kilted):
+# the venv, the wheels' prefix and the install space.
 case $- in *u*) _IK_NOUNSET=1; set +u ;; *) _IK_NOUNSET= ;; esac  # colcon's setup files read unset variables
-source "$_IK_VENV/bin/activate"
-export AMENT_PREFIX_PATH="$_IK_VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
-export CMAKE_PREFIX_PATH="$_IK_VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 # shellcheck disable=SC1091
-[ -f "$_IK_ROOT/install/setup.bash" ] && source "$_IK_ROOT/install/setup.bash"
+if source "$(dirname "${BASH_SOURCE[0]}")/paths.sh"; then
+  source "$IK_VENV/bin/activate"
+  export ROS_DISTRO="$IK_DISTRO"
+  export AMENT_PREFIX_PATH="$IK_VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
+  export CMAKE_PREFIX_PATH="$IK_VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  [ -f "$IK_INSTALL/setup.bash" ] && source "$IK_INSTALL/setup.bash"
+fi
 [ -n "$_IK_NOUNSET" ] && set -u
-unset _IK_ROOT _IK_VENV _IK_NOUNSET
+unset _IK_NOUNSET

