@@ -1,4 +1,4 @@
-"""package.xml declares what the code imports (and nothing else), and the README's rosdep command finds both packages.
+"""package.xml declares what the code imports, rosdep finds both packages, versions are written once.
 
 rosdep finds packages as catkin_pkg's ``find_packages`` does: it walks each
 ``--from-paths`` folder and stops descending at the first package.xml, so the
@@ -10,7 +10,9 @@ import ast
 import pathlib
 import re
 import shlex
+import subprocess
 import sys
+import tomllib
 
 import pytest
 
@@ -28,21 +30,27 @@ MODULE_KEYS = {
     'control_msgs': 'control_msgs', 'moveit_msgs': 'moveit_msgs', 'ik_solver_interfaces': 'ik_solver_interfaces',
     'tf2_ros': 'tf2_ros_py',  # the Python module; the key tf2_ros is the C++ package
     'numpy': 'python3-numpy', 'numba': 'python3-numba', 'llvmlite': 'python3-numba',  # numba's own dependency
-    'yaml': 'python3-yaml', 'urdf_parser_py': 'urdfdom_py', 'ruckig': 'ruckig', 'pinocchio': 'pinocchio',
-    'coal': 'coal', 'launch': 'launch', 'launch_ros': 'launch_ros', 'mujoco': 'python3-mujoco-pip',
-    'matplotlib': 'python3-matplotlib',
+    'yaml': 'python3-yaml', 'urdf_parser_py': 'urdfdom_py', 'pinocchio': 'pinocchio',
+    'coal': 'coal', 'launch': 'launch', 'launch_ros': 'launch_ros', 'matplotlib': 'python3-matplotlib',
     # tests
-    'pytest': 'python3-pytest', 'hypothesis': 'python3-hypothesis',
-    'pytest_rerunfailures': 'python3-pytest-rerunfailures', 'catkin_pkg': 'python3-catkin-pkg',
+    'pytest': 'python3-pytest', 'hypothesis': 'python3-hypothesis', 'catkin_pkg': 'python3-catkin-pkg',
     'launch_testing': 'launch_testing', 'launch_testing_ros': 'launch_testing_ros', 'ament_flake8': 'ament_flake8',
     'ament_pep257': 'ament_pep257', 'cmeel': 'pinocchio',  # the pip wheels' prefix finder, guarded in conftest
 }
-#: Imported but deliberately not declared: optional tools a user installs by hand.
-UNDECLARED = {'roboticstoolbox': 'tools/bench.py compares with it where installed (pip only, guarded)'}
+#: Imported but declared by no rosdep key: rosdep cannot provide them (the README says to pip install them).
+UNDECLARED = {
+    'ruckig': "motion/timing.py; ROS's ruckig package is the C++ library, without the Python module",
+    'mujoco': 'the simulated arm and the demos only; its -pip key would make rosdep run pip (refused on Ubuntu)',
+    'pytest_rerunfailures': 'reruns process-graph tests once; no rosdep key exists (conftest runs without it)',
+    'roboticstoolbox': 'tools/bench.py compares with it where installed (guarded)',
+}
+#: Imported by the demos' figures only: a test_depend (the figure tests), not a run dependency of the node.
+DEMO_ONLY = {'matplotlib'}
 #: Declared but used without an import statement.
 USED_WITHOUT_IMPORT = {
     'xacro': 'core/urdf.py runs it in a child process; the launch files call the xacro executable',
     'robot_state_publisher': 'started by the launch files where installed',
+    'python3-scipy': "numba's np.dot and np.linalg in the kernels call BLAS and LAPACK through scipy",
 }
 LOCAL = {'ik_solver', 'ros_fixtures', 'conftest'}
 
@@ -78,7 +86,7 @@ def test_every_import_is_declared():
     code = imported_modules('ik_solver', 'launch')
     unknown = sorted(code - set(MODULE_KEYS) - set(UNDECLARED))
     assert not unknown, f'imported but not mapped to a rosdep key here (and declared in package.xml): {unknown}'
-    missing = sorted({MODULE_KEYS[m] for m in code if m in MODULE_KEYS} - declared(*RUN_KINDS))
+    missing = sorted({MODULE_KEYS[m] for m in code - DEMO_ONLY if m in MODULE_KEYS} - declared(*RUN_KINDS))
     assert not missing, f'imported but not an exec_depend: {missing}'
     tests = imported_modules('test')
     unknown = sorted(tests - set(MODULE_KEYS) - set(UNDECLARED))
@@ -88,11 +96,11 @@ def test_every_import_is_declared():
 
 
 def test_every_declaration_is_used():
-    used = {MODULE_KEYS[m] for m in imported_modules('ik_solver', 'launch') if m in MODULE_KEYS}
+    used = {MODULE_KEYS[m] for m in imported_modules('ik_solver', 'launch') - DEMO_ONLY if m in MODULE_KEYS}
     unused = sorted(declared(*RUN_KINDS) - used - set(USED_WITHOUT_IMPORT))
     assert not unused, f'declared in package.xml but never imported: {unused}'
     test_used = {MODULE_KEYS[m] for m in imported_modules('test') if m in MODULE_KEYS}
-    unused = sorted(declared('test_depends') - test_used)
+    unused = sorted(declared('test_depends') - test_used - set(USED_WITHOUT_IMPORT))
     assert not unused, f'test_depend never imported by a test: {unused}'
 
 
@@ -144,3 +152,32 @@ def test_readme_rosdep_command_finds_both_packages(tmp_path):
     # With --ignore-src the packages found there are sources, so ik_solver's dependency on
     # ik_solver_interfaces is not looked up as a rosdep key ("Cannot locate rosdep definition").
     assert found == {'ik_solver', 'ik_solver_interfaces'}, f'rosdep --from-paths {" ".join(paths)} finds {found}'
+
+
+def package_version(relative):
+    return parse_package(str(ROOT / relative)).version
+
+
+def test_version_is_written_once_in_package_xml():
+    """setup.py reads package.xml; pyproject.toml leaves the version to it; the packages and changelog agree."""
+    version = package_version('package.xml')
+    assert package_version('ik_solver_interfaces/package.xml') == version
+    project = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']
+    assert 'version' not in project and 'version' in project['dynamic']
+    out = subprocess.run([sys.executable, 'setup.py', '--version'], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[-1] == version, out
+    assert re.search(rf'^{re.escape(version)} \(', (ROOT / 'CHANGELOG.rst').read_text(), re.M)
+
+
+def requirement_names(lines):
+    return {re.split(r'[<>=!~;\[ #]', line.strip(), maxsplit=1)[0].lower() for line in lines
+            if line.strip() and not line.lstrip().startswith('#')}
+
+
+def test_set_up_installs_what_pyproject_declares():
+    """scripts/requirements.txt (the set-up's run-time list) is pyproject's dependencies and extras."""
+    project = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']
+    extras = [r for name, reqs in project['optional-dependencies'].items() if name != 'all' for r in reqs]
+    declared_here = requirement_names(project['dependencies'] + extras)
+    assert requirement_names((ROOT / 'scripts' / 'requirements.txt').read_text().splitlines()) == declared_here
