@@ -1,9 +1,11 @@
 """A client node that sends targets to ik_solver and records what the arm does.
 
 Used by the demo, the end-to-end tests and the latency benchmark: it keeps
-every joint state, tip pose (from the simulator), status and trajectory it
-sees, stamped with the monotonic clock.
+every joint state, tip pose (from the simulator), status, trajectory and
+limit-violation report it sees, stamped with the monotonic clock.
 """
+import json
+import re
 import threading
 import time
 
@@ -14,6 +16,7 @@ import numpy as np
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
+from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 from ..ros.messages import matrix_to_pose, pose_to_matrix
@@ -32,12 +35,14 @@ class ArmObserver(Node):
         self.tip_log = []        # (t, 4x4) from the simulator
         self.statuses = []       # (t, SolveStatus)
         self.trajectories = []   # (t, JointTrajectory)
+        self.violations = []     # (t, dict): the simulator's reports of commands executed beyond the limits
         # relative names: the observer sits in the namespace of the arm it watches
         self.target_pub = self.create_publisher(PoseStamped, 'ik_solver/target_pose', 10)
         self.create_subscription(JointState, 'joint_states', self._on_joints, 50)
         self.create_subscription(PoseStamped, 'sim_arm/tip_pose', self._on_tip, 50)
         self.create_subscription(SolveStatus, 'ik_solver/status', self._on_status, 50)
         self.create_subscription(JointTrajectory, trajectory_topic, self._on_trajectory, 50)
+        self.create_subscription(String, 'sim_arm/limit_violations', self._on_violation, 50)
         self.solve_client = self.create_client(SolveIK, 'ik_solver/solve')
         self.fk_client = self.create_client(ComputeFK, 'ik_solver/compute_fk')
         self._executor = SingleThreadedExecutor()
@@ -73,6 +78,10 @@ class ArmObserver(Node):
     def _on_trajectory(self, msg):
         with self.lock:
             self.trajectories.append((time.monotonic(), msg))
+
+    def _on_violation(self, msg):
+        with self.lock:
+            self.violations.append((time.monotonic(), json.loads(msg.data)))
 
     def latest_joints(self):
         with self.lock:
@@ -190,6 +199,37 @@ def send_answered(observer, target, attempts=3, timeout=2.0, on_retry=None):
         if status is not None and status.reason != 'expired':
             break
     return sent, status
+
+
+#: sim_arm_node catches up exactly on a lag up to its MAX_LAG; further behind it skips ahead and logs this, and
+#: the trajectory under way is joined with a jump: a run with such a line proves nothing.
+FELL_BEHIND = re.compile(r'physics fell ([0-9.]+) s behind')
+COMPLAINT = re.compile(r'\[(WARN|ERROR|FATAL)\]')
+
+
+def simulator_complaints(log_text):
+    """Return the WARN, ERROR and FATAL lines of a simulator log, each once, in order."""
+    return list(dict.fromkeys(line.strip() for line in log_text.splitlines() if COMPLAINT.search(line)))
+
+
+def simulation_failures(violations, log_text):
+    """Return why a simulated run cannot be trusted (empty when it can).
+
+    ``violations``: the simulator's limit-violation reports (dicts of ``sim_arm/limit_violations``);
+    ``log_text``: the simulator's log ('' when it is not ours to read, e.g. under launch).
+    """
+    reasons = []
+    if violations:
+        worst = [v for report in violations for v in report.get('violations', [])]
+        quantities = sorted({f"{v.get('joint')} {v.get('quantity')}" for v in worst})
+        reasons.append(f'the simulator executed {len(violations)} command(s) beyond the joint limits '
+                       f'({", ".join(quantities[:6])})')
+    lags = [float(m.group(1)) for m in FELL_BEHIND.finditer(log_text)]
+    if lags:
+        from ..sim.sim_arm_node import MAX_LAG
+        reasons.append(f'the physics fell up to {max(lags):.2f} s behind real time (bound {MAX_LAG:g} s): the '
+                       'machine is too loaded for this run to show anything')
+    return reasons
 
 
 def _duration(msg):

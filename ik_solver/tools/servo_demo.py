@@ -31,6 +31,7 @@ from std_srvs.srv import SetBool
 import yaml
 
 from .launcher import flat_parameters, node_args, NodeProcess
+from .observer import simulation_failures, simulator_complaints
 from .resources import arm_files, share_path
 from ..core.chain import load_chain
 from ..core.transforms import rotation_vector
@@ -362,7 +363,7 @@ def main(argv=None):
             if not met or met[-1] != msg.code:
                 met.append(msg.code)
         print('status codes met, in order: ' + ' -> '.join(Status(c).name for c in met))
-        violations = client.since(client.violations, segments[0][1])
+        violations = [report for _, report in client.since(client.violations, segments[0][1])]
         print(f'limit violations reported by the simulator: {len(violations)}')
         values = servo_values()
         thresholds = values['lower_singularity_threshold'], values['hard_stop_singularity_threshold']
@@ -374,6 +375,24 @@ def main(argv=None):
         rclpy.try_shutdown()
         servo.stop()
         sim.stop()
+    report(violations, sim.output())
+
+
+def report(violations, sim_log, limit=20):
+    """Print the simulator's complaints and the verdict; exit non-zero when the run cannot be trusted.
+
+    SystemExit rather than a return code, so that every way of starting the demo (console script,
+    ``python -m ik_solver.servo_demo``, ``python -m ik_solver.tools.servo_demo``) exits with it.
+    """
+    complaints = simulator_complaints(sim_log)
+    if complaints:
+        print(f'the simulator complained ({len(complaints)} distinct lines):')
+        for line in complaints[:limit]:
+            print('  ' + line)
+    failures = simulation_failures(violations, sim_log)
+    if failures:
+        raise SystemExit('servo demo FAILED: ' + '; '.join(failures))
+    print('servo demo passed: no command beyond the limits, physics on time')
 
 
 if __name__ == '__main__':
