@@ -3,6 +3,7 @@ import contextlib
 import io
 import pathlib
 import re
+import tomllib
 
 import numpy as np
 import pytest
@@ -97,9 +98,9 @@ def test_named_files_exist(page):
 
 @pytest.mark.parametrize('page', PAGES, ids=lambda p: p.name)
 def test_commands_name_real_programs(page):
-    """Every ``python -m`` module exists, and every ``ros2 run ik_solver`` executable is a console script."""
+    """Every ``python -m`` module exists, and every ``ros2 run ik_solver`` executable is a console script (pyproject)."""
     text = page.read_text()
-    scripts = re.findall(r"'(\w+) = ik_solver[\w.:]+'", (ROOT / 'setup.py').read_text())
+    scripts = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['scripts']
     wrong = [m for m in MODULE_COMMAND.findall(text)
              if not (ROOT / (m.replace('.', '/') + '.py')).exists()
              and not (ROOT / m.replace('.', '/') / '__main__.py').exists()]
