@@ -98,7 +98,7 @@ def test_named_files_exist(page):
 
 @pytest.mark.parametrize('page', PAGES, ids=lambda p: p.name)
 def test_commands_name_real_programs(page):
-    """Every ``python -m`` module exists, and every ``ros2 run ik_solver`` executable is a console script (pyproject)."""
+    """Every ``python -m`` module exists; every ``ros2 run ik_solver`` executable is a console script (pyproject)."""
     text = page.read_text()
     scripts = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['scripts']
     wrong = [m for m in MODULE_COMMAND.findall(text)
