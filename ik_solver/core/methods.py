@@ -45,18 +45,26 @@ def method_id(name):
 def factor_in_place(A, floor=1e-300):
     """Overwrite the lower triangle of a symmetric positive (semi)definite A with its Cholesky factor L.
 
-    Pivots below ``floor`` are raised to it; the strict upper triangle is not touched.
+    Pivots below ``floor`` (> 0) are raised to it; the strict upper triangle is not touched.
+
+    Returns:
+        The smallest pivot before that floor.  Every pivot bounds the smallest
+        eigenvalue from above, so one at or below ``floor`` means A is singular
+        to that precision (and the factor past it is meaningless).
     """
     n = A.shape[0]
+    smallest = np.inf
     for i in range(n):
         for j in range(i + 1):
             s = A[i, j]
             for k in range(j):
                 s -= A[i, k] * A[j, k]
             if i == j:
+                smallest = min(smallest, s)
                 A[i, i] = np.sqrt(max(s, floor))
             else:
                 A[i, j] = s / A[j, j]
+    return smallest
 
 
 @njit(cache=True)
@@ -140,7 +148,7 @@ def adaptive_damping(sigma_min, damping_max, epsilon):
 
     lambda^2 = lambda_max^2 (1 - (sigma_min/eps)^2) below eps, else 0.
     """
-    if sigma_min >= epsilon:
+    if not sigma_min < epsilon:   # (also epsilon 0, where the ratio below would divide by zero)
         return 0.0
     r = sigma_min / epsilon
     return damping_max * np.sqrt(1.0 - r * r)
@@ -269,6 +277,10 @@ def symmetric_eigen(A, vectors=True, sweeps=12):
     return w, V
 
 
+#: Smallest Cholesky pivot of a unit-trace Gram matrix that counts as non-singular (sigma ratio 1e-16).
+RELATIVE_PIVOT_FLOOR = 1e-32
+
+
 @njit(cache=True)
 def _gram(J):
     """J J^T if J is wide, else J^T J: the smaller Gram matrix (explicit loops: no BLAS call overhead)."""
@@ -290,44 +302,41 @@ def _gram(J):
 def smallest_singular_value(J, iterations=8):
     """Estimate of the smallest of the min(m, n) singular values of J, for the solver's stall diagnosis.
 
-    Inverse iteration on the smaller Gram matrix G: the Rayleigh quotient is
-    never below lambda_min(G) and its excess shrinks with the eigenvalue ratios
-    (about 2 % at worst after 8 iterations), far cheaper than an SVD.
+    Inverse iteration on the smaller Gram matrix G, scaled to unit trace: the
+    Rayleigh quotient is never below lambda_min(G) and its excess shrinks with
+    the eigenvalue ratios (about 2 % at worst after 8 iterations), far cheaper
+    than an SVD.  A Cholesky pivot below 1e-32 (relative) bounds lambda_min
+    below it too, so such a G (coinciding joint axes, a stretched arm) is
+    singular: 0 then, as inverse iteration on a floored factor overflows.
     """
     G = _gram(J)
     k = G.shape[0]
     trace = 0.0
     for i in range(k):
         trace += G[i, i]
-    if trace <= 0.0:
+    if not 0.0 < trace < np.inf:
         return 0.0
-    L = cholesky(G, 1e-32 * trace)
+    G /= trace
+    L = G.copy()
+    if factor_in_place(L, RELATIVE_PIVOT_FLOOR) <= RELATIVE_PIVOT_FLOOR:
+        return 0.0
     x = np.empty(k)
-    inverse = np.empty(k)
     for i in range(k):
         x[i] = 1.0 + 0.37 * i
-        inverse[i] = 1.0 / L[i, i]
-    for _ in range(iterations):   # x <- normalised G^-1 x, in place
+    for _ in range(iterations):   # x <- G^-1 x, normalised by its largest entry (cannot overflow: see above)
+        substitute_in_place(L, x)
+        largest = 0.0
         for i in range(k):
-            s = x[i]
-            for j in range(i):
-                s -= L[i, j] * x[j]
-            x[i] = s * inverse[i]
-        norm = 0.0
-        for i in range(k - 1, -1, -1):
-            s = x[i]
-            for j in range(i + 1, k):
-                s -= L[j, i] * x[j]
-            x[i] = s * inverse[i]
-            norm += x[i] * x[i]
-        norm = np.sqrt(norm)
+            largest = max(largest, abs(x[i]))
         for i in range(k):
-            x[i] /= norm
+            x[i] /= largest
+    norm2 = 0.0
     quotient = 0.0
     for i in range(k):
+        norm2 += x[i] * x[i]
         for j in range(k):
             quotient += x[i] * G[i, j] * x[j]
-    return np.sqrt(max(quotient, 0.0))
+    return np.sqrt(max(quotient / norm2 * trace, 0.0))
 
 
 @njit(cache=True)
