@@ -14,6 +14,7 @@ import time
 from builtin_interfaces.msg import Duration, Time
 from ik_solver.ros import controller as controller_module
 from ik_solver.ros.controller import ControllerError, ControllerInterface, REJECTED_CODE
+from ik_solver.ros.joint_states import StateError
 import numpy as np
 import pytest
 import rclpy
@@ -39,7 +40,7 @@ class FakeLogger:
     def __init__(self):
         self.warnings = []
 
-    def warning(self, text):
+    def warning(self, text, **throttle):
         self.warnings.append(text)
 
 
@@ -157,12 +158,13 @@ class FakeActionClient:
         return future
 
 
-def make(command_interface='topic', node=None, state_type=FakeState):
+def make(command_interface='topic', node=None, state_type=FakeState, plausibility=None):
     node = node or FakeNode()
     events = []
     interface = ControllerInterface(node, NAMES, 'jtc/joint_trajectory', 'jtc', command_interface,
                                     on_event=lambda *event: events.append(event), state_type=state_type,
-                                    action_type=FakeAction, action_client_class=FakeActionClient)
+                                    action_type=FakeAction, action_client_class=FakeActionClient,
+                                    plausibility=plausibility)
     return interface, node, events
 
 
@@ -212,6 +214,73 @@ def test_stamped_reference_older_than_max_age_is_refused():
         if usable and stamp_ns:  # the monotonic instant it describes: 50 ms ago
             assert time.monotonic() - reference.time == pytest.approx(0.05, abs=0.01)
     assert len(node.logger.warnings) == 1 and 'stamped 0.300 s before now' in node.logger.warnings[0]
+
+
+def _stamp(ns):
+    return Header(stamp=Time(sec=ns // 10**9, nanosec=ns % 10**9))
+
+
+def test_a_reference_stamped_in_the_future_is_refused():
+    """A reference stamped 10 s ahead carrying a 0.05 rad lie was taken for now (age clamped at 0)."""
+    interface, node, _ = make()
+    callback = state_callback(node)
+    callback(FakeState(NAMES, AT_REST, _stamp(node.clock.nanoseconds - 10_000_000)))
+    assert interface.reference(max_age=1.0) is not None
+    lie = JointTrajectoryPoint(positions=[1.05, 2.0, 3.0], velocities=[0.0] * 3)
+    callback(FakeState(NAMES, lie, _stamp(node.clock.nanoseconds + 10 * 10**9)))
+    assert interface.reference(max_age=1.0) is None
+    assert node.logger.warnings == ['jtc/controller_state: reference stamped 10.000 s in the future (clock '
+                                    'tolerance 0.02 s); not used as the start of moves']
+
+
+def _judged():
+    """Return a ControllerInterface whose references a plausibility model judges, its node, and its callback."""
+    from ik_solver.motion.plausibility import PlausibilitySettings, StatePlausibility
+    settings = PlausibilitySettings(NAMES, np.full(3, -4.0), np.full(3, 4.0), np.full(3, 1.5), np.full(3, 5.0),
+                                    tolerance=0.01)
+    interface, node, _ = make(plausibility=StatePlausibility(settings))
+    return interface, node, state_callback(node)
+
+
+def _reference_stream(node, callback, q, seconds, rate=100):
+    """Feed references at rest at ``q`` for ``seconds`` at ``rate`` Hz, stamped up to the fake clock's now."""
+    count = int(seconds * rate)
+    for k in range(count, -1, -1):
+        point = JointTrajectoryPoint(positions=list(q), velocities=[0.0] * 3)
+        callback(FakeState(NAMES, point, _stamp(node.clock.nanoseconds - k * 10**9 // rate)))
+
+
+def test_a_judged_reference_is_used_once_a_run_of_consistent_ones_arrived():
+    interface, node, callback = _judged()
+    callback(FakeState(NAMES, AT_REST, _stamp(node.clock.nanoseconds)))
+    assert interface.reference(max_age=1.0) is None   # one reference after nothing: the model waits for a run
+    _reference_stream(node, callback, [1.0, 2.0, 3.0], 0.15)
+    np.testing.assert_array_equal(interface.reference(max_age=1.0).position, [1.0, 2.0, 3.0])
+
+
+def test_a_reference_lying_between_true_ones_refuses_every_move():
+    """A reference 0.095 rad off (within state_tolerance of the measurement) became the start of a move."""
+    interface, node, callback = _judged()
+    _reference_stream(node, callback, [1.0, 2.0, 3.0], 0.15)
+    node.clock.nanoseconds += 10_000_000
+    lie = JointTrajectoryPoint(positions=[1.095, 2.0, 3.0], velocities=[0.0] * 3)
+    callback(FakeState(NAMES, lie, _stamp(node.clock.nanoseconds)))
+    with pytest.raises(StateError, match='jumped joint1 by 0.095') as refused:
+        interface.reference(max_age=1.0)
+    assert refused.value.reason == 'inconsistent_state'
+    node.clock.nanoseconds += 10_000_000
+    callback(FakeState(NAMES, AT_REST, _stamp(node.clock.nanoseconds)))   # the truth again: believed
+    np.testing.assert_array_equal(interface.reference(max_age=1.0).position, [1.0, 2.0, 3.0])
+
+
+def test_a_judged_reference_stamped_in_the_future_refuses_every_move():
+    interface, node, callback = _judged()
+    _reference_stream(node, callback, [1.0, 2.0, 3.0], 0.15)
+    lie = JointTrajectoryPoint(positions=[1.05, 2.0, 3.0], velocities=[0.0] * 3)
+    callback(FakeState(NAMES, lie, _stamp(node.clock.nanoseconds + 10 * 10**9)))
+    with pytest.raises(StateError, match='10.000 s in the future') as refused:
+        interface.reference(max_age=1.0)
+    assert refused.value.verdict.name == 'FUTURE_STAMP'
 
 
 @pytest.mark.parametrize('names,point,reason', [

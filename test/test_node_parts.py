@@ -5,6 +5,7 @@ them (a pause is a gap between stamps); the guard's verdicts are checked against
 trajectories whose properties are known by construction (a Ruckig move within the limits, the
 same move squeezed in time, a move with a jump).
 """
+from dataclasses import replace
 from functools import partial
 import time
 from types import SimpleNamespace
@@ -134,10 +135,10 @@ def test_the_command_envelope(node):
     tracker = _tracker(node, history, tolerance=0.05)
     start = MotionState.at_rest(HOME)
     path = plan_move(start, HOME + [0.6, 0.0, -0.6], LIMITS)  # c from 0.3 down to -0.3, in about 0.85 s
-    history.sent(start, path, time.monotonic() - 0.5)
-    _settle(tracker, node, NAMES, HOME + [0.1, 0.0, -0.1], ago=0.3)  # on the way: consistent
+    history.sent(start, path, time.monotonic())
+    _settle(tracker, node, NAMES, HOME + [0.1, 0.0, -0.1], ago=0.02)  # on the way: consistent
     _state(tracker)
-    _feed(tracker, node, NAMES, HOME + [0.2, 0.0, 0.15])  # c at 0.45: not faster than 1 rad/s, but the wrong way
+    _feed(tracker, node, NAMES, HOME + [0.1, 0.0, 0.35])  # c at 0.65: the wrong way, beyond a pause after the end
     with pytest.raises(StateError, match='outside where the last command can have taken it'):
         _state(tracker)
 
@@ -212,11 +213,25 @@ def test_a_command_the_controller_cannot_take_is_refused_and_not_remembered():
     from ik_solver.ros.ik_node import _send
     history = CommandHistory()
     controller = SimpleNamespace(send=lambda msg: 'action server jtc/follow_joint_trajectory is not available')
-    guard = CommandGuard(LIMITS, send=partial(_send, controller, history, Clock()))
+    guard = CommandGuard(LIMITS, send=partial(_send, controller, history, Clock(), 0.0))
     start = MotionState(HOME, np.zeros(3), np.zeros(3), time.monotonic())
     assert guard.execute(start, plan_move(start, HOME + 0.3, LIMITS), NAMES) == (
         'controller_unavailable', 'action server jtc/follow_joint_trajectory is not available')
     assert history.reference() is None
+
+
+def test_a_move_whose_start_is_older_than_the_lead_time_is_not_sent():
+    """The controller joins a trajectory at its arrival: after the lead time it would skip part of it, a step."""
+    from ik_solver.ros.ik_node import _send, LATE
+    history, sent = CommandHistory(), []
+    controller = SimpleNamespace(send=lambda msg: sent.append(msg))
+    guard = CommandGuard(LIMITS, send=partial(_send, controller, history, Clock(), 0.05))
+    path = plan_move(MotionState.at_rest(HOME), HOME + 0.3, LIMITS)
+    late = MotionState(HOME, np.zeros(3), np.zeros(3), time.monotonic() - 0.08)
+    reason, message = guard.execute(late, path, NAMES)
+    assert reason == LATE and 'more than command_lead_time 0.05 s' in message
+    assert not sent and history.reference() is None
+    assert guard.execute(replace(late, time=time.monotonic() - 0.03), path, NAMES) is None and len(sent) == 1
 
 
 def _guard(sent, workspace=None):

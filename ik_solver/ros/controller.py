@@ -18,6 +18,10 @@ Command interfaces:
   is accepted: joint_trajectory_controller preempts on acceptance itself, and a cancel sent earlier
   would make it hold position between the two goals.  A rejected goal leaves the running one alone.
 
+The reference is believed only through a ``motion.plausibility.StatePlausibility`` when one is given (the
+node's: a setpoint moves within the limits, so a tight tolerance unmasks a lie between two messages) and
+never when stamped in the future.
+
 ``on_event(execution, error_code, message)`` is called from executor threads; ``error_code`` is
 control_msgs' (0 = SUCCESSFUL; ``REJECTED_CODE`` for a rejected goal).  With no action server, ``send`` says so to
 its caller instead: nothing was sent.
@@ -29,7 +33,9 @@ import numpy as np
 from rclpy.action import ActionClient
 from trajectory_msgs.msg import JointTrajectory
 
+from .joint_states import StateError
 from ..motion.limits import MotionState
+from ..motion.plausibility import CLOCK_TOLERANCE, Reading, Verdict
 
 try:
     from control_msgs.action import FollowJointTrajectory
@@ -58,7 +64,7 @@ class ControllerInterface:
 
     def __init__(self, node, joint_names, trajectory_topic, controller_name, command_interface='topic',
                  on_event=None, callback_group=None, *, state_type=None, action_type=None,
-                 action_client_class=None):
+                 action_client_class=None, plausibility=None):
         if command_interface not in COMMAND_INTERFACES:
             raise ControllerError(f"command_interface must be one of {', '.join(COMMAND_INTERFACES)}, "
                                   f'got {command_interface!r}')
@@ -72,6 +78,8 @@ class ControllerInterface:
         self._on_event = on_event
         self._lock = threading.Lock()
         self._latest = None          # (monotonic receipt time, header stamp s, MotionState) of the last usable state
+        self._plausibility = plausibility   # StatePlausibility judging each reference, or None
+        self._refused = None         # the plausibility model's refusal of the newest reference (Assessment)
         self._logged = set()         # reasons already logged: a bad state stream warns once per reason
         self._sequence = 0           # number of the last goal sent
         self._active = None          # (number, goal handle) of the newest accepted goal
@@ -101,9 +109,13 @@ class ControllerInterface:
         Fresh means received within ``max_age`` s and, when the header stamp is set (non-zero), stamped at most
         ``max_age`` s before the node's clock (sim time too): a delayed or replayed state is not where the
         controller is now.  Its ``time`` is the monotonic instant it describes (its stamp, else its arrival).
+        None also while the plausibility model waits for a run of consistent references; StateError when it
+        refused the newest one (a reference that jumped, or one stamped in the future): no move may start then.
         """
         with self._lock:
-            latest = self._latest
+            latest, refused = self._latest, self._refused
+        if refused is not None:
+            raise StateError(refused.reason, f'{self.state_topic}: {refused.message}', refused.verdict)
         now = time.monotonic()
         if latest is None or now - latest[0] > max_age:
             return None
@@ -120,10 +132,26 @@ class ControllerInterface:
     def _on_state(self, msg):
         state, problem = reference_state(msg, self._names)
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        now = time.monotonic()
+        ahead = stamp - self._node.get_clock().now().nanoseconds * 1e-9 if stamp > 0.0 else 0.0
+        refused = None
+        if state is not None and self._plausibility is not None:
+            with self._lock:
+                result = self._plausibility.update(
+                    Reading(tuple(self._names), state.position, state.velocity, now + ahead, now), now)
+            if not result.believed:
+                state, refused = None, None if result.verdict == Verdict.SETTLING else result
+        elif state is not None and ahead > CLOCK_TOLERANCE:
+            state, problem = None, f'reference stamped {ahead:.3f} s in the future (clock tolerance ' \
+                                   f'{CLOCK_TOLERANCE:g} s)'
         with self._lock:
-            self._latest = None if state is None else (time.monotonic(), stamp, state)
+            self._latest = None if state is None else (now, stamp, state)
+            self._refused = refused
         if problem is not None:
             self._warn_once(problem)
+        if refused is not None:
+            self._node.get_logger().warning(f'{self.state_topic}: {refused.message}; no move starts from it',
+                                            throttle_duration_sec=2.0)
 
     def _warn_once(self, problem):
         if problem not in self._logged:

@@ -47,7 +47,7 @@ from ..core.warmup import warm_up
 from ..motion import guard as motion_guard
 from ..motion.cartesian import cartesian_path
 from ..motion.limits import MotionState
-from ..motion.plausibility import PAUSE
+from ..motion.plausibility import PAUSE, PlausibilitySettings, StatePlausibility
 from ..motion.timing import plan_joint_path, plan_move
 
 #: Streamed targets: best effort, newest only.  A RELIABLE subscription made fast publishers
@@ -58,6 +58,11 @@ TARGET_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=Re
 WAIT_PERIOD = 0.02
 #: Cartesian step of a path when the request leaves max_step at 0 [m] (MoveIt's usual 1 cm).
 PATH_STEP = 0.01
+#: The guard's refusal of a move whose start is older than command_lead_time when it is to leave.
+LATE = 'late'
+#: A controller's reference is a setpoint: between two of its messages it moves only as the limits allow, within
+#: this [rad or m] (a lie of 0.05 rad interleaved with the true reference is then refused).
+REFERENCE_TOLERANCE = 0.01
 #: After start, how long discovery gets before the graph is searched for a node with our name [s].
 NAME_CHECK_DELAY = 3.0
 
@@ -163,7 +168,8 @@ class IKSolverNode(Node):
         solver.solve(model.chain.fk(mid), mid)  # the first solve of this chain honours its timeout
         controller = ControllerInterface(
             self, model.chain.joint_names, p['trajectory_topic'] or f"{p['controller_name']}/joint_trajectory",
-            p['controller_name'], p['command_interface'], self._on_controller_event)
+            p['controller_name'], p['command_interface'], self._on_controller_event, plausibility=StatePlausibility(
+                PlausibilitySettings.from_limits(limits.limits, tolerance=REFERENCE_TOLERANCE)))
         history = CommandHistory()
         self.joint_states.configure(limits.limits, expect=partial(history.expectation,
                                                                   velocity_limits=limits.limits.velocity, pause=PAUSE))
@@ -203,7 +209,7 @@ class IKSolverNode(Node):
     def _build_guard(self, loaded, values, controller, history, collision=None):
         scaled = move_limits(loaded, values)
         workspace = (values['workspace.min'], values['workspace.max']) if is_set(values['workspace.min']) else None
-        send = partial(_send, controller, history, self.get_clock())
+        send = partial(_send, controller, history, self.get_clock(), values['command_lead_time'])
         return CommandGuard(scaled, workspace, values['max_joint_jump'], send=send,
                             collision=collision if values['avoid_collisions'] else None)
 
@@ -422,17 +428,29 @@ class IKSolverNode(Node):
                 and result.orientation_error <= p['approximation.max_orientation_error'])
 
     def _move(self, context, start, goal):
-        """Time the move to ``goal`` and send it through the guard; None once sent, else (reason, message)."""
+        """Time the move to ``goal`` and send it through the guard; None once sent, else (reason, message).
+
+        A move whose start is older than command_lead_time when it would leave (the node was held up) is
+        planned once more from the state then, and refused ('expired') if it is late again.
+        """
         limits, period = context.guard.limits, self.params['sample_period']
-        try:
-            start, path = context.history.next_move(start, lambda state: plan_move(state, goal, limits, period),
-                                                    self.params['command_lead_time'])
-        except ValueError as exc:
-            return 'limit_violation', f'no move within the limits: {exc}'
-        return self._execute_path(context, start, path)
+        for attempt in range(2):
+            try:
+                if attempt:
+                    start = self._start_state(context)
+                start, path = context.history.next_move(start, lambda state: plan_move(state, goal, limits, period),
+                                                        self.params['command_lead_time'])
+            except StateError as exc:
+                return exc.reason, str(exc)
+            except ValueError as exc:
+                return 'limit_violation', f'no move within the limits: {exc}'
+            refusal = context.guard.execute(start, path, context.model.chain.joint_names)
+            if refusal is None or refusal[0] != LATE:
+                return refusal
+        return _expired(refusal)
 
     def _execute_path(self, context, start, path, waypoints=None):
-        return context.guard.execute(start, path, context.model.chain.joint_names, waypoints)
+        return _expired(context.guard.execute(start, path, context.model.chain.joint_names, waypoints))
 
     # -- services ---------------------------------------------------------------------------------
 
@@ -648,22 +666,32 @@ class IKSolverNode(Node):
         return chain.base_link, result.sigma_min, manipulability(chain.jacobian(result.joints))
 
 
-def _send(controller, history, clock, names, start, path):
+def _send(controller, history, clock, lead, names, start, path):
     """Send the trajectory to the controller and remember it: the guard's only way out.
 
     It is stamped with the instant its start state describes (``start.time``, monotonic, turned into the
     node's clock): a controller that honours header.stamp joins the move in step with the motion it
-    continues, and our replay of the command (``history``) runs on the same instant.  None once sent, else
-    ('controller_unavailable', message).
+    continues, and our replay of the command (``history``) runs on the same instant.  A trajectory joins
+    without a step only within ``lead`` s (command_lead_time; 0: not checked) of that instant, so one whose
+    start is older when it leaves is not sent.  None once sent, else ('controller_unavailable', message) or
+    (LATE, message).
     """
     now = time.monotonic()
     t0 = now if start.time is None else min(start.time, now)
+    if lead > 0.0 and now - t0 > lead:
+        return LATE, (f'the move was {now - t0:.3f} s old when it was to be sent, more than command_lead_time '
+                      f'{lead:g} s: the controller would join it mid-way, with a step')
     stamp = clock.now() - Duration(nanoseconds=int((now - t0) * 1e9))
     problem = controller.send(trajectory_message(names, path, stamp.to_msg()))
     if problem is not None:
         return 'controller_unavailable', problem
     history.sent(start, path, t0)
     return None
+
+
+def _expired(refusal):
+    """Report a move refused for being late as 'expired' (a status reason); any other refusal as it is."""
+    return ('expired', refusal[1]) if refusal is not None and refusal[0] == LATE else refusal
 
 
 def _mark_sent(outcome, refusal):
