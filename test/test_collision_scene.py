@@ -62,6 +62,9 @@ def test_small_quaternion_error_is_normalised():
     ({'name': 'a', 'type': 'box', 'size': [1, 1, 1]}, ['missing "position"']),
     ({'name': 'a', 'type': 'box', 'size': [1, 1, 1], 'position': [0, 0, 0], 'positon': 1}, ['unknown keys']),
     ({'name': '', 'type': 'box', 'size': [1, 1, 1], 'position': [0, 0, 0]}, ['name']),
+    ({'name': 'a', 'type': 'sphere', 'size': [True], 'position': [0, 0, 0]}, ['size', 'numbers', 'True']),
+    ({'name': 'a', 'type': 'box', 'size': [1, 1, 1], 'position': [1e300, 0, 0]}, ['more than 1000 m']),
+    ({'name': 'a', 'type': 'box', 'size': [1, 1e300, 1], 'position': [0, 0, 0]}, ['at most 1000 m']),
 ])
 def test_invalid_objects_are_refused(entry, words):
     with pytest.raises(SceneError) as info:
@@ -82,6 +85,17 @@ def test_invalid_files(tmp_path):
         parse_scene({'objects': [{'name': 'a', 'type': 'sphere', 'size': [1], 'position': [0, 0, 0]}] * 2})
     with pytest.raises(SceneError, match='unknown keys'):
         parse_scene({'object': []})
+
+
+def test_scenes_are_bounded_in_size_before_they_are_parsed(tmp_path):
+    """A 5,000-sphere scene did not load in 120 s: the count and the file size are refused first."""
+    sphere = {'type': 'sphere', 'size': [0.01], 'position': [0, 0, 0]}
+    with pytest.raises(SceneError, match='1001 objects, more than the 1000'):
+        parse_scene({'objects': [dict(sphere, name=f's{k}') for k in range(1001)]})
+    assert len(parse_scene({'objects': [dict(sphere, name=f's{k}') for k in range(1000)]})) == 1000
+    big = _scene(tmp_path, '# ' + 'x' * 1_000_000 + '\nobjects: []\n')
+    with pytest.raises(SceneError, match='more than the 1000000 a scene may have'):
+        load_scene(big)
 
 
 def test_scene_import_does_not_load_pinocchio():

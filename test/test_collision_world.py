@@ -2,6 +2,7 @@
 import pathlib
 from types import SimpleNamespace as NS
 
+from ik_solver.collision.backlog import MarkerBacklog, MAX_MARKER_OBJECTS
 from ik_solver.collision.markers import (ADD, CUBE, CYLINDER, DELETE, DELETEALL, marker_shape, obstacle_from_marker,
                                          SPHERE)
 from ik_solver.collision.scene import SceneError
@@ -115,3 +116,61 @@ def test_marker_without_frame_is_in_the_chain_base_whatever_its_name():
     world.model.set_joint_values({'joint1': 1.0})
     assert world.apply_markers([_marker(1, SPHERE, scale=(0.1,) * 3, position=(0.7, 0.0, 0.0), frame='')]) == []
     assert world.obstacles[0].frame == 'link1' and world.model.check(np.zeros(2)) == ('link2', 'test/1')
+
+
+def test_a_box_a_long_way_off_is_refused_not_reported_colliding(world):
+    """A box 1e300 m away was reported as colliding with link1: coordinates are bounded in magnitude."""
+    problems = world.apply_markers([_marker(1, position=(1e300, 0.0, 0.0))])
+    assert len(problems) == 1 and 'more than 1000 m' in problems[0]
+    lift = np.eye(4)
+    lift[0, 3] = 1e300
+    problems = world.apply_markers([_marker(2, frame='odom')], lookup=lambda frame: lift)
+    assert len(problems) == 1 and 'more than 1000 m' in problems[0] and 'in base_link' in problems[0]
+    assert [o.name for o in world.obstacles] == ['far'] and world.model.check(np.zeros(3)) is None
+
+
+def test_marker_objects_are_bounded_in_number(world):
+    markers = [_marker(k, position=(5.0 + 0.01 * k, 5.0, 5.0)) for k in range(MAX_MARKER_OBJECTS + 1)]
+    problems = world.apply_markers(markers)
+    assert len(problems) == 1 and f'holds {MAX_MARKER_OBJECTS} marker objects already' in problems[0]
+    assert len(world.obstacles) == MAX_MARKER_OBJECTS + 1   # with the scene's
+    assert world.apply_markers([_marker(0, position=(6.0, 5.0, 5.0))]) == []   # a replacement is not a new one
+
+
+def _names(markers):
+    return [(m.action, m.id) for m in markers]
+
+
+def test_the_backlog_merges_waiting_arrays_as_applying_them_in_order_would():
+    """821 arrays of 50 cubes queued without bound: waiting arrays merge, the newest action per object wins."""
+    backlog = MarkerBacklog(limit=100)
+    assert backlog.add([_marker(1), _marker(2)]) is True
+    assert backlog.add([_marker(1, action=DELETE), _marker(3)]) is False
+    markers, dropped = backlog.take()
+    assert _names(markers) == [(ADD, 2), (DELETE, 1), (ADD, 3)] and dropped == 0
+    assert backlog.take() == ([], 0) and backlog.add([_marker(4)]) is True
+    backlog.add([_marker(5), _marker(0, action=DELETEALL), _marker(6)])
+    markers, dropped = backlog.take()
+    assert _names(markers) == [(DELETEALL, 0), (ADD, 6)] and dropped == 2
+    for k in range(821):
+        backlog.add([_marker(50 * k + i) for i in range(50)])
+    markers, dropped = backlog.take()
+    assert _names(markers) == [(ADD, 50 * 821 - 100 + i) for i in range(100)] and dropped == 50 * 821 - 100
+
+
+def test_a_merged_backlog_builds_the_world_applying_every_array_would(world):
+    rng = np.random.default_rng(3)
+    arrays = [[_marker(int(rng.integers(6)), action=int(rng.choice([ADD, ADD, DELETE, DELETEALL])),
+                       position=tuple(rng.uniform(-1, 1, 3))) for _ in range(4)] for _ in range(30)]
+    backlog = MarkerBacklog()
+    for array in arrays:
+        world.apply_markers(array)
+        backlog.add(array)
+    one_by_one = {o.name: o.pose.copy() for o in world.obstacles}
+    other = collision_from_parameters(open(PLANAR3).read(), load_chain(PLANAR3, 'base_link', 'tool0'),
+                                      srdf_file=str(ROOT / 'config' / 'planar3.srdf'))
+    other.apply_markers(backlog.take()[0])
+    merged = {o.name: o.pose for o in other.obstacles}
+    assert set(merged) == set(one_by_one) - {'far'}
+    for name, pose in merged.items():
+        np.testing.assert_array_equal(pose, one_by_one[name])

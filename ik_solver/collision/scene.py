@@ -17,6 +17,7 @@ a cylinder by its radius and its full length along its local z axis.
 """
 from dataclasses import dataclass
 import math
+import os
 
 import numpy as np
 
@@ -29,6 +30,14 @@ DEFAULT_FRAME = 'base_link'
 OBJECT_KEYS = {'name', 'type', 'size', 'position', 'orientation', 'frame'}
 #: A quaternion whose norm differs from 1 by more than this is refused (smaller errors are normalised).
 QUATERNION_TOLERANCE = 1e-2
+#: Largest coordinate of an object's centre and largest size [m].  An arm reaches a few metres; far beyond,
+#: coordinates only cost the collision library its precision (a box 1e300 m away was reported touching a link).
+MAX_COORDINATE = 1e3
+MAX_SIZE = 1e3
+#: Objects a scene may hold: each is checked against every link at every collision-aware IK iteration.
+MAX_OBJECTS = 1000
+#: Largest scene file read [bytes] (1000 objects take about 150 kB).
+MAX_SCENE_BYTES = 1_000_000
 
 
 class SceneError(ValueError):
@@ -58,9 +67,10 @@ def make_obstacle(name, shape, size, position=(0.0, 0.0, 0.0), orientation=(0.0,
         raise SceneError(f'{label}: frame must be a non-empty string')
     expected = SHAPE_SIZES[shape]
     size = _vector(label, 'size', size, len(expected), f'{shape} size is [{", ".join(expected)}]')
-    if np.any(size <= 0.0):
-        raise SceneError(f'{label}: size values must be positive, got {size.tolist()}')
+    if np.any(size <= 0.0) or np.any(size > MAX_SIZE):
+        raise SceneError(f'{label}: size values must be positive and at most {MAX_SIZE:g} m, got {size.tolist()}')
     position = _vector(label, 'position', position, 3, 'position is [x, y, z]')
+    check_placement(label, position)
     quaternion = _vector(label, 'orientation', orientation, 4, 'orientation is [x, y, z, w]')
     norm = float(np.linalg.norm(quaternion))
     if abs(norm - 1.0) > QUATERNION_TOLERANCE:
@@ -69,6 +79,13 @@ def make_obstacle(name, shape, size, position=(0.0, 0.0, 0.0), orientation=(0.0,
     pose[:3, :3] = quaternion_to_matrix(quaternion)   # normalises
     pose[:3, 3] = position
     return Obstacle(name, shape, tuple(float(v) for v in size), pose, frame)
+
+
+def check_placement(label, position):
+    """Raise SceneError unless every coordinate of ``position`` [m] is within MAX_COORDINATE."""
+    if np.max(np.abs(position)) > MAX_COORDINATE:
+        raise SceneError(f'{label}: position {np.asarray(position).tolist()} lies more than {MAX_COORDINATE:g} m '
+                         'from the origin of its frame')
 
 
 def parse_scene(data, source='scene'):
@@ -84,6 +101,8 @@ def parse_scene(data, source='scene'):
     objects = data.get('objects') or []
     if not isinstance(objects, list):
         raise SceneError(f'{source}: "objects" must be a list')
+    if len(objects) > MAX_OBJECTS:
+        raise SceneError(f'{source}: {len(objects)} objects, more than the {MAX_OBJECTS} a scene may hold')
     obstacles = [_parse_object(entry, index, frame, source) for index, entry in enumerate(objects)]
     duplicates = duplicate_names([o.name for o in obstacles])
     if duplicates:
@@ -100,7 +119,13 @@ def duplicate_names(names):
 
 
 def load_scene(path):
-    """Obstacles of the YAML scene file ``path``; raise SceneError if it is missing or invalid."""
+    """Obstacles of the YAML scene file ``path``; raise SceneError if it is missing, too large or invalid."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = 0   # read_yaml names the problem
+    if size > MAX_SCENE_BYTES:
+        raise SceneError(f'scene file {path} has {size} bytes, more than the {MAX_SCENE_BYTES} a scene may have')
     data = read_yaml(path, SceneError, 'cannot read scene file {path}: {exc.strerror}',
                      'scene file {path} is not valid YAML: {exc}')
     return parse_scene(data, source=f'scene file {path}')
@@ -129,6 +154,8 @@ def _vector(label, field, value, length, meaning):
     if len(value) != length:
         raise SceneError(f'{label}: {field} has {len(value)} values, expected {length} ({meaning})')
     try:
+        if any(isinstance(v, (bool, np.bool_)) for v in value):
+            raise TypeError('a boolean is not a number')
         vector = np.array([float(v) for v in value])
     except (TypeError, ValueError):
         raise SceneError(f'{label}: {field} must contain numbers, got {list(value)!r}') from None

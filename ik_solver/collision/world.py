@@ -6,10 +6,14 @@ feed it ``~/collision_objects`` MarkerArrays with ``apply_markers``, and hand
 ``world.model`` to ``IKSolver(chain, collision=...)``.  Scene-file objects are
 permanent; marker objects are added, replaced (same ns/id), deleted one by one
 or all at once (DELETEALL removes marker objects only).
+
+The world holds at most ``MAX_MARKER_OBJECTS`` marker objects (``backlog``
+bounds the markers waiting to be applied).
 """
+from .backlog import MAX_MARKER_OBJECTS
 from .markers import ADD, DELETE, DELETEALL, marker_name, obstacle_from_marker
 from .model import CollisionModel
-from .scene import load_scene, SceneError
+from .scene import check_placement, load_scene, SceneError
 
 
 class CollisionWorld:
@@ -53,7 +57,11 @@ class CollisionWorld:
         elif marker.action == DELETE:
             objects.pop(marker_name(marker), None)
         elif marker.action == ADD:
-            objects[marker_name(marker)] = self._obstacle(marker, lookup)
+            name = marker_name(marker)
+            if name not in objects and len(objects) >= MAX_MARKER_OBJECTS:
+                raise SceneError(f"marker '{name}': the world holds {MAX_MARKER_OBJECTS} marker objects already "
+                                 '(delete some first)')
+            objects[name] = self._obstacle(marker, lookup)
         else:
             raise SceneError(f"marker '{marker_name(marker)}': action {marker.action} is not ADD, DELETE or "
                              'DELETEALL')
@@ -71,7 +79,9 @@ class CollisionWorld:
         if transform is None:
             raise SceneError(f"marker '{marker_name(marker)}': frame '{frame}' is neither a robot link nor "
                              'resolvable')
-        return obstacle_from_marker(marker, frame, transform, self.model.base_link)
+        obstacle = obstacle_from_marker(marker, frame, transform, self.model.base_link)
+        check_placement(f"marker '{marker_name(marker)}' in {self.model.base_link}", obstacle.pose[:3, 3])
+        return obstacle
 
 
 def collision_from_parameters(description, chain, srdf_file='', scene_file='', package_dirs=(), padding=0.0,

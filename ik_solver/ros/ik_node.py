@@ -39,6 +39,7 @@ from .parameters import BY_NAME, check_all, checked_xacro_args, is_set, load_lim
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
 from .worker import Worker
+from ..collision.backlog import MarkerBacklog
 from ..core.exceptions import ModelError
 from ..core.methods import METHOD_NAMES
 from ..core.nullspace import manipulability
@@ -125,8 +126,8 @@ class IKSolverNode(Node):
         self.create_service(SolveIK, '~/solve', self._on_solve, callback_group=self.worker.callback_group)
         self.create_service(PlanPath, '~/plan_path', self._on_plan_path, callback_group=self.worker.callback_group)
         self.create_service(ComputeFK, '~/compute_fk', self._on_compute_fk)
-        self.create_subscription(MarkerArray, '~/collision_objects',
-                                 lambda msg: self.worker.post(self._apply_collision_objects, msg), 10)
+        self._markers = MarkerBacklog()
+        self.create_subscription(MarkerArray, '~/collision_objects', self._on_collision_objects, 10)
         self._name_check = self.create_timer(NAME_CHECK_DELAY, self._check_unique_name)
         args = checked_xacro_args(p['xacro_args'], self.get_logger())
         self._xacro_args = args
@@ -226,8 +227,16 @@ class IKSolverNode(Node):
                 variants={})
         return context.variants[avoid]
 
-    def _apply_collision_objects(self, msg):
-        """Add, replace or delete world objects from a MarkerArray (any frame tf2 resolves into the base)."""
+    def _on_collision_objects(self, msg):
+        if self._markers.add(msg.markers):
+            self.worker.post(self._apply_collision_objects)
+
+    def _apply_collision_objects(self):
+        """Add, replace or delete world objects from the waiting MarkerArrays (any frame tf2 resolves into the base)."""
+        markers, dropped = self._markers.take()
+        if dropped:
+            self.get_logger().warning(f'collision_objects: {dropped} marker actions were overtaken by newer ones '
+                                      'before they were applied', throttle_duration_sec=2.0)
         context = self._robot
         if context is None or context.world is None:
             self.get_logger().warning('collision_objects ignored: no collision model loaded')
@@ -238,7 +247,7 @@ class IKSolverNode(Node):
             return self.frames.lookup(base, frame, self.params['transform_timeout'])
 
         try:
-            problems = context.world.apply_markers(msg.markers, lookup)
+            problems = context.world.apply_markers(markers, lookup)
         except Exception as exc:  # a message must never take the node down
             problems = [f'unexpected error: {exc!r}']
         for problem in problems:
