@@ -57,9 +57,22 @@ def test_combinations_are_checked():
     assert 'cannot both' in parameters.check_all(values)
     values = parameters.defaults()
     values['workspace.min'] = [0.0, 0.0, 0.0]
-    assert 'set together' in parameters.check_all(values)
+    assert parameters.check_all(values) is None   # one corner: a half-bounded box
     values['workspace.max'] = [1.0, -1.0, 1.0]
     assert 'below workspace.max' in parameters.check_all(values)
+
+
+def test_the_workspace_box_is_set_a_corner_at_a_time_and_only_shrinks():
+    """Set one corner at a time (as ros2 param set does); a box set cannot be widened or removed at run time."""
+    none = parameters.defaults()
+    low = dict(none, **{'workspace.min': [0.0, -1.0, 0.0]})
+    box = dict(low, **{'workspace.max': [1.0, 1.0, 1.0]})
+    np.testing.assert_array_equal(parameters.workspace_box(low)[1], np.inf)
+    assert parameters.check_workspace_change(none, low) is None and parameters.check_workspace_change(low, box) is None
+    tighter = dict(box, **{'workspace.max': [0.8, 1.0, 1.0]})
+    assert parameters.check_workspace_change(box, tighter) is None
+    for looser in (none, low, dict(box, **{'workspace.min': [-0.1, -1.0, 0.0]})):
+        assert 'may only shrink at run time' in parameters.check_workspace_change(box, looser)
 
 
 def test_preferred_posture_length_checked_against_the_chain():
@@ -98,11 +111,11 @@ def test_solver_options_from_defaults_build_a_solver(ik7):
     IKSolver(ik7, options)
 
 
-def test_readme_documents_every_parameter():
+def test_the_parameter_page_documents_every_parameter():
     import pathlib
-    readme = (pathlib.Path(__file__).resolve().parents[1] / 'README.md').read_text()
-    missing = [p.name for p in parameters.PARAMETERS if f'| `{p.name}` |' not in readme]
-    assert not missing, f'README parameter table lacks {missing}'
+    page = (pathlib.Path(__file__).resolve().parents[1] / 'docs' / 'parameters.md').read_text()
+    missing = [p.name for p in parameters.PARAMETERS if f'| `{p.name}` |' not in page]
+    assert not missing, f'docs/parameters.md lacks {missing}'
 
 
 @pytest.fixture

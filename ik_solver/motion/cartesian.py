@@ -8,6 +8,7 @@ than ``jump_threshold`` (a flip through a singularity or a branch switch), and
 reports the fraction of the steps achieved.  Timing is ``timing.plan_joint_path``'s job.
 """
 from dataclasses import dataclass
+import time
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from ..core.transforms import check_pose, matrix_to_quaternion, quaternion_to_ma
 
 REASON_SUCCESS = 'success'
 REASON_JUMP = 'joint_jump'
+REASON_TIMEOUT = 'timeout'
 
 
 @dataclass
@@ -28,16 +30,20 @@ class CartesianPath:
     message: str
 
 
-def cartesian_path(solver, start_q, waypoints, max_step, jump_threshold=np.inf, max_rotation_step=None):
+def cartesian_path(solver, start_q, waypoints, max_step, jump_threshold=np.inf, max_rotation_step=None,
+                   budget=np.inf, clock=time.monotonic):
     """Solve the straight-line path from FK(start_q) through ``waypoints`` (4x4 poses, base frame).
 
     ``max_step``: longest tip translation per step [m]; ``max_rotation_step``:
     largest rotation per step [rad] (default: ``max_step`` read as radians, as
     MoveIt does with one step size).  ``jump_threshold``: largest change of any
     joint between consecutive steps [rad or m]; 0 or inf disables the check
-    (MoveIt's convention).  Raises ValueError for bad input; a path that stops
-    early is a result with fraction < 1 and the reason (the solver's, or 'joint_jump').
+    (MoveIt's convention).  ``budget``: wall-clock time [s] the whole path may take on ``clock``; each solve
+    gets at most what is left, and the path stops with 'timeout' when none is.  Raises ValueError for bad
+    input; a path that stops early is a result with fraction < 1 and the reason (the solver's, 'joint_jump'
+    or 'timeout').
     """
+    deadline = clock() + budget
     chain = solver.chain
     q = np.asarray(start_q, float)
     if q.shape != (chain.n,) or not np.isfinite(q).all():
@@ -53,7 +59,12 @@ def cartesian_path(solver, start_q, waypoints, max_step, jump_threshold=np.inf, 
     joints = [q]
     for i, (segment, T) in enumerate(steps):
         where = f'step {i + 1} of {len(steps)} (towards waypoint {segment})'
-        result = solver.solve(T, seed=joints[-1], jump_threshold=threshold)
+        left = deadline - clock()
+        if left <= 0.0:
+            return _stopped(joints, len(steps), REASON_TIMEOUT, f'{where}: the path took its whole time budget '
+                                                                f'of {budget:g} s')
+        limit = {'timeout': left} if left < solver.options.timeout else {}
+        result = solver.solve(T, seed=joints[-1], jump_threshold=threshold, **limit)
         if not result.success:
             return _stopped(joints, len(steps), result.reason, f'{where}: {result.message}')
         jump = np.abs(result.joints - joints[-1])
@@ -79,8 +90,9 @@ def interpolate(start, waypoints, max_step, max_rotation_step):
             q1 = -q1  # the short way round
         angle = 2.0 * np.arccos(np.clip(abs(q0 @ q1), -1.0, 1.0))
         distance = np.linalg.norm(T[:3, 3] - previous[:3, 3])
-        segments.append((previous[:3, 3], T[:3, 3], q0, q1,
-                         int(np.ceil(max(distance / max_step, angle / max_rotation_step) - 1e-12))))
+        count = int(np.ceil(max(distance / max_step, angle / max_rotation_step) - 1e-12))
+        moves = distance > 1e-12 or angle > 1e-12
+        segments.append((previous[:3, 3], T[:3, 3], q0, q1, max(count, 1) if moves else count))
         previous = T
     total = sum(segment[-1] for segment in segments)
     if total > MAX_POINTS:

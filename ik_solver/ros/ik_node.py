@@ -34,8 +34,8 @@ from .messages import joint_positions, joint_state, matrix_to_pose, pose_to_matr
     vector_from
 from .model_source import ModelSource
 from .outcome import Outcome, OutcomeReporter
-from .parameters import BY_NAME, check_all, checked_xacro_args, is_set, load_limits, move_limits, package_file, \
-    PARAMETERS, ParameterSet, solver_options
+from .parameters import BY_NAME, check_all, check_workspace_change, checked_xacro_args, is_set, load_limits, \
+    move_limits, package_file, PARAMETERS, ParameterSet, solver_options, workspace_box
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
 from .worker import Worker
@@ -64,6 +64,8 @@ LATE = 'late'
 #: A controller's reference is a setpoint: between two of its messages it moves only as the limits allow, within
 #: this [rad or m] (a lie of 0.05 rad interleaved with the true reference is then refused).
 REFERENCE_TOLERANCE = 0.01
+#: Waypoints a PlanPath request may carry, counted before any is resolved.
+MAX_WAYPOINTS = 1000
 #: After start, how long discovery gets before the graph is searched for a node with our name [s].
 NAME_CHECK_DELAY = 3.0
 
@@ -209,7 +211,8 @@ class IKSolverNode(Node):
 
     def _build_guard(self, loaded, values, controller, history, collision=None):
         scaled = move_limits(loaded, values)
-        workspace = (values['workspace.min'], values['workspace.max']) if is_set(values['workspace.min']) else None
+        bounded = is_set(values['workspace.min']) or is_set(values['workspace.max'])
+        workspace = workspace_box(values) if bounded else None
         send = partial(_send, controller, history, self.get_clock(), values['command_lead_time'])
         return CommandGuard(scaled, workspace, values['max_joint_jump'], send=send,
                             collision=collision if values['avoid_collisions'] else None)
@@ -256,7 +259,8 @@ class IKSolverNode(Node):
 
     def _validate(self, values):
         context = self._robot
-        reason = check_all(values, context.model.chain.n if context else None)
+        reason = check_all(values, context.model.chain.n if context else None) \
+            or check_workspace_change(self.params.values, values)
         if reason is None and values['nullspace.pole_link'] and context is not None \
                 and values['nullspace.pole_link'] not in context.model.chain.link_frames:
             reason = f"nullspace.pole_link '{values['nullspace.pole_link']}' is not a link of the chain"
@@ -610,15 +614,19 @@ class IKSolverNode(Node):
             self._request_seed(context, request.start_state))
         if not request.waypoints:
             raise ValueError('a path needs at least one waypoint')
+        if len(request.waypoints) > MAX_WAYPOINTS:
+            raise ValueError(f'{len(request.waypoints)} waypoints, more than the {MAX_WAYPOINTS} a path may have')
         context = self._variant(context, self._collision_choice(context, request))
         waypoints = [self._resolve(context, msg) for msg in request.waypoints]
         for T in waypoints:
             self._check_target(context, T)
-        for name in ('max_step', 'jump_threshold'):
-            if not np.isfinite(getattr(request, name)) or getattr(request, name) < 0.0:
-                raise ValueError(f'{name} must be finite and >= 0, got {getattr(request, name)}')
+        if not np.isfinite(request.max_step) or request.max_step < 0.0:
+            raise ValueError(f'max_step must be finite and >= 0, got {request.max_step}')
+        if not request.jump_threshold >= 0.0:
+            raise ValueError(f'jump_threshold must be >= 0 (inf: no check between steps), got {request.jump_threshold}')
         jump = request.jump_threshold or self.params['max_joint_jump']
-        path = cartesian_path(context.solver, start.position, waypoints, request.max_step or PATH_STEP, jump)
+        path = cartesian_path(context.solver, start.position, waypoints, request.max_step or PATH_STEP, jump,
+                              budget=self.params['max_path_time'])
         response.fraction = float(path.fraction)
         outcome = Outcome('path', path.reason, path.message, target=waypoints[-1])
         if len(path.joints) < 2:

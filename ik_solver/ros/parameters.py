@@ -201,10 +201,12 @@ PARAMETERS = (
           'stamp means now [s]', 0.001, 60.0),
     Param('transform_timeout', 0.05, "How long a tf2 lookup at a target's stamp may wait [s]", 0.0, 1.0),
     Param('max_request_timeout', 1.0, 'Largest SolveIK/PlanPath timeout a caller may ask for [s]', 1e-4, 10.0),
-    Param('workspace.min', UNSET, 'Lower corner of the allowed target box in the base frame [m]; [0.0]: none',
-          lengths=(3,)),
-    Param('workspace.max', UNSET, 'Upper corner of the allowed target box in the base frame [m]; [0.0]: none',
-          lengths=(3,)),
+    Param('max_path_time', 2.0, 'Wall-clock budget of one plan_path: its solves stop there (TIMEOUT, with the '
+          'fraction achieved), so a path never holds the node for long [s]', 0.01, 60.0),
+    Param('workspace.min', UNSET, 'Lower corner of the allowed target box in the base frame [m]; [0.0]: unbounded '
+          'below; at run time the box may only shrink', lengths=(3,)),
+    Param('workspace.max', UNSET, 'Upper corner of the allowed target box in the base frame [m]; [0.0]: unbounded '
+          'above; at run time the box may only shrink', lengths=(3,)),
     # Solver.
     Param('method', 'lm', 'IK step method: ' + ', '.join(METHOD_NAMES), choices=METHOD_NAMES),
     Param('timeout', 0.005, 'Wall-clock budget of one solve, restarts included [s]', 1e-4, 1.0),
@@ -302,12 +304,30 @@ def check_all(values, n_joints=None):
             return reason
     if values['position_only'] and values['orientation_only']:
         return 'position_only and orientation_only cannot both be set'
-    low, high = values['workspace.min'], values['workspace.max']
-    if is_set(low) != is_set(high):
-        return 'workspace.min and workspace.max must be set together'
-    if is_set(low) and not np.all(np.asarray(low) < np.asarray(high)):
+    low, high = workspace_box(values)
+    if not np.all(low < high):
         return 'workspace.min must be below workspace.max on every axis'
     return None
+
+
+def workspace_box(values):
+    """(lower corner, upper corner) of the workspace box [m]; a corner not set is unbounded (-inf or inf)."""
+    low, high = values['workspace.min'], values['workspace.max']
+    return (np.asarray(low, float) if is_set(low) else np.full(3, -np.inf),
+            np.asarray(high, float) if is_set(high) else np.full(3, np.inf))
+
+
+def check_workspace_change(old, new):
+    """Reason a run-time change of the workspace box is refused, or None: a box set may shrink, never grow.
+
+    A bound that any client could lift would bound nothing; one may be added or tightened at run time (e.g.
+    with ``ros2 param set``, one corner at a time), and removed or widened only by a restart.
+    """
+    (old_low, old_high), (new_low, new_high) = workspace_box(old), workspace_box(new)
+    if np.all(new_low >= old_low) and np.all(new_high <= old_high):
+        return None
+    return (f'the workspace box may only shrink at run time (from {old_low.tolist()} .. {old_high.tolist()} to '
+            f'{new_low.tolist()} .. {new_high.tolist()}); restart the node to widen or remove it')
 
 
 def package_file(path):
