@@ -134,7 +134,7 @@ class IKSolverNode(Node):
         args = checked_xacro_args(p['xacro_args'], self.get_logger())
         self._xacro_args = args
         self.model_source = ModelSource(self, p['base_link'], p['tip_link'], self._use_model, p['robot_description'],
-                                        p['urdf_file'], args, p['robot_description_topic'])
+                                        p['urdf_file'], args, p['robot_description_topic'], p['allow_topic_xacro'])
         self.graph_features = graph_features.attach(self)
 
     def destroy_node(self):

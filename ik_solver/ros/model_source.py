@@ -6,8 +6,15 @@ are parsed on a worker thread of their own (newest wins), so a slow or hostile
 description never blocks the node's executor.  A description that does not load,
 or that ``on_model`` refuses (it does not fit the node's parameters), is logged
 with its reason and the previous model stays in use.
+
+Anyone may publish on the topic, so a description from it is data, never a
+program: xacro in it (which reads files and environment variables, and whose
+expansion the node would log and broadcast) is refused unless
+``allow_topic_xacro`` says otherwise, and of the description only the robot
+name leaves the node, and only when it is a plain identifier (``ROBOT_NAME``).
 """
 from dataclasses import dataclass
+import re
 import threading
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -17,6 +24,11 @@ from ..core.chain import chain_from_robot
 from ..core.exceptions import ModelError
 from ..core.frames import RobotFrames
 from ..core.urdf import parse_robot
+
+#: A robot name the node shows (logs, diagnostics): letters, digits and ``_ - . /``, at most 64 characters.
+ROBOT_NAME = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_./-]{0,63}')
+#: Shown instead of a robot name that is not one.
+UNNAMED = '(unnamed robot)'
 
 
 @dataclass(frozen=True)
@@ -34,7 +46,17 @@ class RobotModel:
         """Parse ``source`` (URDF/xacro text or path); ModelError or OSError if it is not a usable robot."""
         robot = parse_robot(source, xacro_args=xacro_args or None)
         chain = chain_from_robot(robot, base_link, tip_link)
-        return cls(robot, chain, RobotFrames(robot, base_link), source, robot.name)
+        return cls(robot, chain, RobotFrames(robot, base_link), source, shown_name(robot.name))
+
+
+def shown_name(name):
+    """Return ``name`` if it is a plain robot name (ROBOT_NAME), else UNNAMED: nothing else is repeated."""
+    return name if isinstance(name, str) and ROBOT_NAME.fullmatch(name) else UNNAMED
+
+
+def uses_xacro(text):
+    """Tell whether xacro would process ``text`` (a namespace declaration and a macro, property or substitution)."""
+    return 'xmlns:xacro' in text and ('xacro:' in text or '${' in text or '$(' in text)
 
 
 class ModelSource:
@@ -45,8 +67,9 @@ class ModelSource:
     """
 
     def __init__(self, node, base_link, tip_link, on_model, description='', urdf_file='', xacro_args=None,
-                 topic='robot_description'):
+                 topic='robot_description', allow_topic_xacro=False):
         self._node = node
+        self._allow_topic_xacro = allow_topic_xacro
         self._links = (base_link, tip_link)
         self._on_model = on_model
         self._xacro_args = xacro_args
@@ -106,4 +129,10 @@ class ModelSource:
                 if self._closed:
                     return
                 text, self._pending = self._pending, None
+            if uses_xacro(text) and not self._allow_topic_xacro:
+                self._node.get_logger().error(
+                    'a robot description on the topic uses xacro, which may read files and environment variables: '
+                    'refused (publish the expanded URDF, as robot_state_publisher does, or set allow_topic_xacro)'
+                    + self._keeping())
+                continue
             self.load(text, 'the robot_description topic')

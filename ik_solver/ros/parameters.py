@@ -191,6 +191,8 @@ PARAMETERS = (
     Param('joint_states_topic', 'joint_states', 'sensor_msgs/JointState input', read_only=True),
     Param('robot_description_topic', 'robot_description', 'Latched URDF topic, used when neither robot_description '
           'nor urdf_file is set', read_only=True),
+    Param('allow_topic_xacro', False, 'Expand xacro in a description from the topic (it may read files and '
+          'environment variables); off: such a description is refused', read_only=True),
     # Freshness of inputs.
     Param('joint_states_timeout', 0.5, 'joint_states older than this give no new move (STALE_STATE) [s]', 0.01, 10.0),
     Param('state_tolerance', 0.1, 'joint_states may differ this much from the commanded motion (tracking error) '
