@@ -176,8 +176,13 @@ def requirement_names(lines):
 
 
 def test_set_up_installs_what_pyproject_declares():
-    """scripts/requirements.txt (the set-up's run-time list) is pyproject's dependencies and extras."""
+    """The set-up's run-time list is pyproject's dependencies and extras; its test list is the test extra."""
     project = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']
-    extras = [r for name, reqs in project['optional-dependencies'].items() if name != 'all' for r in reqs]
-    declared_here = requirement_names(project['dependencies'] + extras)
-    assert requirement_names((ROOT / 'scripts' / 'requirements.txt').read_text().splitlines()) == declared_here
+    extras = project['optional-dependencies']
+    run_time = project['dependencies'] + [r for name in ('motion', 'collision', 'sim') for r in extras[name]]
+    scripts = ROOT / 'scripts'
+    assert requirement_names((scripts / 'requirements.txt').read_text().splitlines()) == requirement_names(run_time)
+    test_list = (scripts / 'requirements-test.txt').read_text().splitlines()
+    assert requirement_names(test_list) == requirement_names(extras['test'])
+    # colcon test runs pytest only for a package whose test extra (or tests_require) names it.
+    assert 'pytest' in requirement_names(extras['test'])
