@@ -272,3 +272,11 @@ def test_the_workspace_box(node):
     assert guard.check_target(inside) == []
     assert 'outside the workspace box' in guard.check_target(outside)[0]
     assert _guard([]).check_target(outside) == []
+
+
+def test_a_joint_named_twice_in_a_request_is_refused():
+    """Seeds and ComputeFK took one of two positions of a joint named twice, silently."""
+    from ik_solver.ros.messages import joint_positions
+    with pytest.raises(ValueError, match='duplicate joint names a'):
+        joint_positions(joint_state(['a', 'b', 'a'], [0.1, 0.2, 0.3]))
+    assert joint_positions(joint_state(['a', 'b'], [0.1, float('nan')])) == ({'a': 0.1}, ['b'])

@@ -650,10 +650,10 @@ class IKSolverNode(Node):
             return response
         chain = context.model.chain
         positions = self.joint_states.positions()
-        good, bad = joint_positions(request.joint_state)
-        positions.update(good)
         link = request.link or chain.tip_link
         try:
+            good, bad = joint_positions(request.joint_state)
+            positions.update(good)
             if bad:
                 raise ValueError(f'joint_state has NaN or inf for {", ".join(bad)}')
             if link in chain.link_frames:

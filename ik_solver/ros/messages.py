@@ -28,7 +28,14 @@ def matrix_to_pose(T):
 
 
 def joint_positions(msg):
-    """({name: position} of the finite entries, [names with NaN/inf or no position])."""
+    """({name: position} of the finite entries, [names with NaN/inf or no position]).
+
+    ValueError for a name given twice: which of its positions is meant cannot be told.
+    """
+    names = list(msg.name)
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f'duplicate joint names {", ".join(repeated)}')
     good, bad = {}, []
     for i, name in enumerate(msg.name):
         value = msg.position[i] if i < len(msg.position) else float('nan')
