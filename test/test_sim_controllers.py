@@ -264,6 +264,19 @@ def test_forward_commands_take_effect_at_their_arrival_not_before():
     assert controller.update(0.51, 1e-3)[0].tolist() == [0.2, 0.0]
 
 
+def test_a_command_placed_before_the_physics_skipped_ahead_does_not_hold_up_later_ones():
+    """After a skip the clocks' relation changes: a command placed earlier lies in the physics' future."""
+    controller = ForwardController('forward_position', np.zeros(2), LimitMonitor(_limits()))
+    controller.command([0.1, 0.0], 0.0, arrival=1.5)   # placed before a skip of 1 s
+    controller.command([0.2, 0.0], 0.01, arrival=0.51)
+    assert controller.update(0.51, 1e-3)[0].tolist() == [0.2, 0.0]
+    trajectories = TrajectoryController(np.zeros(2), LimitMonitor(_limits()))
+    trajectories.load(_cubic_to([0.5, 0.0], 0.1), None, 'before the skip', arrival=1.5)
+    trajectories.load(_cubic_to([0.0, 0.5], 0.1), None, 'after', arrival=0.51)
+    trajectories.update(0.51, 1e-3)
+    assert np.allclose(trajectories.update(0.7, 1e-3)[0], [0.0, 0.5])
+
+
 def test_forward_velocity_integrates_and_stops_at_the_limit_with_one_report():
     controller = ForwardController('forward_velocity', np.zeros(2), LimitMonitor(_limits()))
     assert controller.command([0.5, -0.25], 0.0) is None

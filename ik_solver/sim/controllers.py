@@ -170,12 +170,10 @@ class TrajectoryController:
         ``measured``: the joints' (positions, velocities) now, the start of a new trajectory in closed loop.
         """
         reports = []
-        pending = None
         with self._lock:
-            while self._pending and self._pending[0][3] <= now + 0.5 * dt:
-                pending = self._pending.popleft()
-        if pending is not None:
-            trajectory, start, label, _ = pending
+            arrived = _arrived(self._pending, 3, now + 0.5 * dt)
+        if arrived:
+            trajectory, start, label, _ = arrived[-1]   # the newest of those arrived preempts the others
             start = now if start is None else start
             joined = self._aligned(trajectory, now, start, self._state_before(measured))
             reports += self._report()
@@ -254,6 +252,17 @@ def ends_in_the_past(stamp, last_time, now):
     time_from_start [s].
     """
     return stamp != 0.0 and stamp + last_time < now
+
+
+def _arrived(pending, field, until):
+    """Pop and return, oldest first, the entries of deque ``pending`` up to the newest that arrived by ``until``.
+
+    ``field``: the index of an entry's arrival time.  Entries placed on the clock before the physics
+    skipped ahead lie in its future: taken with the first entry that arrived after them, they do not hold
+    up every later command.
+    """
+    arrived = [k for k, entry in enumerate(pending) if entry[field] <= until]
+    return [pending.popleft() for _ in range(arrived[-1] + 1)] if arrived else []
 
 
 def _tail(values, k):
@@ -357,8 +366,7 @@ class ForwardController:
     def update(self, now, dt):
         """Servo reference (q, v, a) for the next physics step of ``dt`` seconds, and Reports (limit hits)."""
         with self._lock:
-            while self._pending and self._pending[0][1] <= now + 0.5 * dt:
-                values, _ = self._pending.popleft()
+            for values, _ in _arrived(self._pending, 1, now + 0.5 * dt):
                 if self.kind == 'forward_position':
                     self._target = values
                 else:
