@@ -97,7 +97,12 @@ def test_bundled_configs_give_every_joint_real_limits(arm, fixture, request):
     ('joint_limits: [1, 2', 'not valid YAML'),
     ('limits: {}', "no 'joint_limits:'"),
     ('joint_limits:\n  elbow: {has_velocity_limits: true, max_velocity: 1.0}', 'none of its joints'),
-    ('joint_limits:\n  joint1: {has_velocity_limits: true, max_velocity: -1.0}', r"'joint1'.*max_velocity.*positive"),
+    ('joint_limits:\n  joint1: {has_velocity_limits: true, max_velocity: -1.0}',
+     r"'joint1'.*max_velocity.*must be in \[0.001, 1000\]"),
+    ('joint_limits:\n  joint1: {has_velocity_limits: true, max_velocity: 1.0e-300}', r'max_velocity.*got 1e-300'),
+    ('joint_limits:\n  joint1: {has_acceleration_limits: true, max_acceleration: 1.0e+300}',
+     r'max_acceleration.*1e\+300'),
+    ('joint_limits:\n  joint1: {has_jerk_limits: true, max_jerk: 1.0e+7}', r'max_jerk must be in \[0.01, 1e\+06\]'),
     ('joint_limits:\n  joint2: {has_acceleration_limits: true, max_acceleration: .nan}', r"'joint2'.*finite"),
     ('joint_limits:\n  joint1: {has_acceleration_limits: true}', r"'joint1'.*max_acceleration is missing"),
     ('joint_limits:\n  joint1: {has_acceleration_limits: yes please}', r"'joint1'.*true or false"),
@@ -118,8 +123,8 @@ def test_missing_file_is_a_value_error(planar3, tmp_path):
 @pytest.mark.parametrize('overrides,match', [
     ({'wrist': {'max_velocity': 1.0}}, "unknown joint 'wrist'"),
     ({'joint1': {'max_effort': 1.0}}, "'max_effort' for joint 'joint1'"),
-    ({'joint2': {'max_acceleration': 0.0}}, "max_acceleration of joint 'joint2' must be positive"),
-    ({'joint3': {'max_jerk': -5}}, "max_jerk of joint 'joint3' must be positive"),
+    ({'joint2': {'max_acceleration': 0.0}}, "max_acceleration of joint 'joint2' must be in"),
+    ({'joint3': {'max_jerk': -5}}, "max_jerk of joint 'joint3' must be in"),
     ({'joint3': 4.0}, "joint 'joint3' must be a mapping"),
 ])
 def test_bad_overrides_are_refused(planar3, overrides, match):
@@ -144,3 +149,17 @@ def test_scaled_limits_scale_jerk_with_acceleration(ik7):
     np.testing.assert_allclose(scaled.jerk, 0.25 * limits.jerk)
     with pytest.raises(ValueError, match='acceleration_scaling'):
         limits.scaled(1.0, 0.0)
+
+
+def test_plans_at_the_largest_limits_allowed_keep_them():
+    """A jerk of 1e7 let Ruckig's plans exceed the acceleration limit by 36 %; up to the largest allowed they hold."""
+    from ik_solver.motion.guard import check_trajectory
+    from ik_solver.motion.limits import JointLimits, LIMIT_RANGES, MotionState
+    from ik_solver.motion.timing import plan_move
+    top = {key: high for key, (low, high) in LIMIT_RANGES.items()}
+    limits = JointLimits(('a',), np.array([-3.0]), np.array([3.0]), np.array([top['max_velocity']]),
+                         np.array([top['max_acceleration']]), np.array([top['max_jerk']]))
+    for goal in (0.5, -2.9, 1e-4):
+        start = MotionState.at_rest(np.array([0.0]))
+        path = plan_move(start, np.array([goal]), limits, 0.001)
+        assert check_trajectory(start, path, limits) == [], goal

@@ -33,6 +33,10 @@ JOINT_KEYS = frozenset((
     'has_soft_limits', 'k_position', 'k_velocity', 'soft_lower_limit', 'soft_upper_limit'))
 #: Keys of the per-joint overrides (the node's parameters).
 OVERRIDE_KEYS = ('max_velocity', 'max_acceleration', 'max_jerk')
+#: Range each limit may take [per s, s^2, s^3 of rad or m].  Beyond them the trajectory generator's arithmetic
+#: fails (1e-300 and 1e300 made every plan raise) or loses the limits (a jerk of 1e7 let plans exceed the
+#: acceleration limit by 36 %); real arms lie well inside.  No jerk limit: leave max_jerk out (unlimited).
+LIMIT_RANGES = {'max_velocity': (1e-3, 1e3), 'max_acceleration': (1e-3, 1e5), 'max_jerk': (1e-2, 1e6)}
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,7 @@ def _yaml_joint(path, name, entry):
         if _flag(entry, flag, where):
             if key not in entry:
                 raise ValueError(f'{where}: {flag} is true but {key} is missing')
-            values[key] = _positive(entry[key], f'{where}: {key}')
+            values[key] = _positive(entry[key], f'{where}: {key}', key)
     return values
 
 
@@ -165,7 +169,7 @@ def _merge_overrides(overrides, merged):
         for key, value in entry.items():
             if key not in OVERRIDE_KEYS:
                 raise ValueError(f'limit override {key!r} for joint {name!r} is not one of {", ".join(OVERRIDE_KEYS)}')
-            merged[name][key] = _positive(value, f'limit override {key} of joint {name!r}')
+            merged[name][key] = _positive(value, f'limit override {key} of joint {name!r}', key)
 
 
 def _clamp_to_urdf(name, entry, urdf, notes):
@@ -224,8 +228,9 @@ def _number(value, what):
     return value
 
 
-def _positive(value, what):
+def _positive(value, what, key):
     value = _number(value, what)
-    if value <= 0.0:
-        raise ValueError(f'{what} must be positive, got {value:g}')
+    low, high = LIMIT_RANGES[key]
+    if not low <= value <= high:
+        raise ValueError(f'{what} must be in [{low:g}, {high:g}], got {value:g}')
     return value
