@@ -69,10 +69,17 @@ def servo(request):
         yield node
 
 
-def idle(node, recorder):
-    """Feed a joint state and wait until the servo is idle and has stopped publishing (its halt messages sent)."""
+def feed_home(node, count=8, interval=0.02):
+    """Feed a run of joint states at HOME: the servo believes readings only after a consistent run."""
     names = [f'joint{i}' for i in range(1, 8)]
-    node.joint_states.on_message(JointState(name=names, position=HOME, velocity=[0.0] * 7))
+    for _ in range(count):
+        node.joint_states.on_message(JointState(name=names, position=HOME, velocity=[0.0] * 7))
+        time.sleep(interval)
+
+
+def idle(node, recorder):
+    """Feed joint states and wait until the servo is idle and has stopped publishing (its halt messages sent)."""
+    feed_home(node)
     assert wait_for(lambda: node._servo is not None and node._servo.state is not None and node._servo.idle)
     quiet_since = (time.monotonic(), recorder.count())
     while time.monotonic() - quiet_since[0] < 6 * PERIOD:   # no publication for several periods
@@ -147,6 +154,48 @@ def test_a_twist_on_the_topic_wakes_the_loop_thread_between_ticks(request, servo
     times = list(servo._cycle_times)
     kick = max(t for t in times if t <= kick_time)
     assert min(t for t in times if t > kick) - kick >= PERIOD * (1 - 1e-9)
+
+
+@pytest.fixture
+def fast_servo():
+    """Start the node with its loop thread at 100 Hz (the default period), its publisher recorded."""
+    from ros_fixtures import isolate_ros_domain, spinning
+    isolate_ros_domain()
+    rclpy.init()
+    params = {'urdf_file': str(URDF_DIR / 'ik7.urdf.xacro'), 'base_link': 'base_link', 'tip_link': 'tool0',
+              'publish_period': 0.01, 'loop': 'thread', 'command_in_type': 'speed_units',
+              'joint_states_timeout': 10.0, 'incoming_command_timeout': 1.0}
+    node = ServoNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+    node._publisher = Recorder()
+    with spinning(node):
+        yield node
+
+
+def test_a_delayed_cycle_sends_one_command_for_now_not_a_burst(fast_servo):
+    """Held up 45 ms (as the OS may hold the thread), the loop does not catch up the cycles it missed.
+
+    Each command is one period's step: sent back to back, a forward_position_controller would apply
+    several periods of motion within a millisecond.  So consecutive commands stay about a period apart.
+    """
+    servo, period = fast_servo, 0.01
+    recorder = servo._publisher
+    feed_home(servo)
+    assert wait_for(lambda: servo._servo is not None and servo._servo.state is not None)
+    servo._command(TwistCommand(np.array([0.02, 0.0, 0.0, 0.0, 0.0, 0.0])))
+    assert wait_for(lambda: recorder.count() >= 10)
+    stalls = []
+    for _ in range(3):
+        with servo._lock:   # the loop thread cannot run its cycle meanwhile
+            held = time.monotonic()
+            time.sleep(0.045)
+        stalls.append((held, time.monotonic()))
+        time.sleep(0.1)
+    with recorder.lock:
+        times = [t for t, thread, _ in recorder.sent if thread == servo._loop.ident]
+    for held, released in stalls:
+        after = [t for t in times if t >= released - 1e-3][:5]
+        gaps = np.diff([max(t for t in times if t < held)] + after)
+        assert len(after) >= 3 and gaps.min() >= 0.5 * period, gaps
 
 
 def test_a_bad_xacro_argument_does_not_stop_the_servo():

@@ -25,8 +25,23 @@ waiting for the interpreter lock while the executor thread runs a service or
 timer, the computation), up to that lead, then shifts when a command is computed, not
 when it is sent.  The lead adds to the latency of a command to a moving servo
 (one arriving within it waits for the next cycle), hence its small bound.
+A cycle that starts after its tick (the OS held the thread) sends one command
+for now and the schedule restarts from it: missed cycles are not caught up,
+as commands sent back to back would ask a forward controller for a step.
+
+joint_states are believed only as ``motion.plausibility`` judges them (form,
+limits, stamps, continuity within the arm's limits, a run of consistent
+readings after a pause) and where the commands sent can have put the arm
+(``FOLLOW_TIME``, ``TRACKING_ERROR``, ``EXPECTATION_HOLD``); a refusal halts the servo with its
+reason in the status (STALE_STATE while readings are old or settling, INVALID
+for a reading that contradicts the arm's motion or the commands: a lie, or a
+controller that does not execute the commands).  An idle servo restarts from
+the measured state only when it lies beyond ``STATE_TOLERANCE`` of its own
+and the believed readings of its last cycles agree (``STEADY_TIME``), so a lie
+interleaved with the true readings never becomes the start of a motion.
 """
 from array import array
+from collections import deque
 import os
 import threading
 import time
@@ -54,7 +69,8 @@ from .servo_parameters import (FLOAT64_MULTI_ARRAY, JOINT_JOG, JOINT_STATE, mode
                                settings_from)
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
-from ..motion.servo import JointJogCommand, PoseCommand, Servo, Status, TwistCommand
+from ..motion.plausibility import Expectation, Verdict
+from ..motion.servo import JointJogCommand, PoseCommand, RESYNC_TOLERANCE, Servo, Status, TwistCommand
 
 try:  # optional: not on PyPI
     from control_msgs.msg import JointJog
@@ -70,8 +86,26 @@ LEVELS = {Status.NO_WARNING: 0, Status.STALE_COMMAND: 0, Status.PAUSED: 0, Statu
 #: One-point trajectories reach their point this many periods after they are sent: the controller interpolates
 #: from where it is, so a late message does not make it hurry to catch up (one period more of lag).
 TRAJECTORY_LEAD = 2.0
-#: A loop this far behind its schedule [s] skips ahead instead of catching up.
-MAX_LAG = 0.05
+#: joint_states may differ this much [rad or m] from a motion within the limits (sensor noise).  An idle
+#: servo restarts from a measured state only beyond it: a reading within it of the servo's own state, true or
+#: a lie the continuity check cannot tell from noise, never becomes the start of a motion.
+STATE_TOLERANCE = 0.02
+#: The arm may lag or overshoot the commanded positions by this much more [rad or m] (tracking error).
+TRACKING_ERROR = 0.03
+#: The arm reaches a command within this [s] of its publication (plus TRAJECTORY_LEAD periods for
+#: trajectories): a reading at instant t lies among the positions commanded over this time before t.
+FOLLOW_TIME = 0.1
+#: After the last command [s], readings must still lie where the commands left the arm; afterwards another
+#: controller may move it, and only continuity within the limits is checked.
+EXPECTATION_HOLD = 1.0
+#: Commands kept for the expectation (FOLLOW_TIME at the shortest publish_period, with room).
+SENT_KEPT = 512
+#: An idle servo restarts from the measured state only when its cycles' believed states over this time [s]
+#: agree within half of RESYNC_TOLERANCE.
+STEADY_TIME = 0.05
+#: Refusals of joint_states that mean a lie or an arm not following the commands (INVALID), not staleness.
+CONTRADICTIONS = {Verdict.MALFORMED, Verdict.NOT_FINITE, Verdict.FUTURE_STAMP, Verdict.OUT_OF_ORDER,
+                  Verdict.OUTSIDE_LIMITS, Verdict.VELOCITY_BEYOND_LIMIT, Verdict.JUMPED, Verdict.OFF_COMMAND}
 #: Status messages are published when the code changes, else at this period [s] (not every cycle at 500 Hz).
 STATUS_PERIOD = 0.02
 #: The loop thread wakes this long [s] (at most LEAD_FRACTION of the period) before a tick, computes the
@@ -97,6 +131,8 @@ class ServoNode(Node):
         self._last_status = (None, 0.0)
         self._last_output = None
         self._cycle_times = []
+        self._sent = deque(maxlen=SENT_KEPT)     # (monotonic time, commanded positions) of published commands
+        self._believed = deque()                 # (monotonic time, positions) of the cycles' believed states
         self._command_msg = Float64MultiArray()   # reused: one message built per cycle costs more than the data
         self.params = ParameterSet(self, SERVO_PARAMETERS, validate=self._validate, on_change=self._on_parameters)
         p = self.params
@@ -104,7 +140,7 @@ class ServoNode(Node):
         self._inputs = LoopInputs(self) if threaded else None
         inputs = self._inputs.group if threaded else MutuallyExclusiveCallbackGroup()
         self.joint_states = JointStateTracker(self, p['joint_states_topic'], p['joint_states_timeout'],
-                                              callback_group=inputs)
+                                              callback_group=inputs, tolerance=STATE_TOLERANCE)
         self.frames = TargetFrames(self)
         self.model_source = ModelSource(self, p['base_link'], p['tip_link'], self._use_model,
                                         **model_arguments(p, self.get_logger()))
@@ -143,11 +179,15 @@ class ServoNode(Node):
     def _use_model(self, model):
         """Limits, servo and guard for a model (ModelSource's on_model); ValueError if the parameters do not fit."""
         p = self.params
-        limits = move_limits(load_limits(p.values, model.chain, self.get_logger()), p.values)
+        loaded = load_limits(p.values, model.chain, self.get_logger())
+        limits = move_limits(loaded, p.values)
         servo = Servo(model.chain, limits, settings_from(p.values, model.chain))
         servo.warm_up()
         with self._lock:
             self._model, self._servo, self._guard = model, servo, CommandGuard(limits)
+            self._sent.clear()
+        # the arm's own limits bound what it can have done (the scaled ones bound only our commands)
+        self.joint_states.configure(loaded.limits, expect=self._expected_at)
 
     def _validate(self, values):
         try:
@@ -273,17 +313,20 @@ class ServoNode(Node):
         """Take inputs until the cycle of ``tick`` is due, ``lead`` before it; return that tick.
 
         A command that wakes an idle servo runs a cycle at once, and the schedule
-        restarts from it.  Cycles delayed (by the OS) up to MAX_LAG are caught up,
-        so the commanded motion keeps its timing; beyond that the schedule restarts from now.
+        restarts from it.  A cycle due when its tick has already passed (the OS
+        delayed the thread) runs now, for now, and the schedule restarts from it:
+        the cycles missed are not caught up, since their commands would leave
+        back to back (a forward_position_controller applies each as it comes).
         """
         while True:
             with self._lock:
                 restart, self._restart = self._restart, None
             if restart is not None:
                 tick = restart + period
-            remaining = tick - lead - time.monotonic()
+            now = time.monotonic()
+            remaining = tick - lead - now
             if remaining <= 0:
-                return tick if remaining > -MAX_LAG else time.monotonic()
+                return tick if now < tick else now
             self._inputs.take(remaining)
 
     def real_time(self, priority, what):
@@ -324,10 +367,14 @@ class ServoNode(Node):
         servo, guard, model = self._servo, self._guard, self._model
         if servo is None:
             return
-        measured, error = self._measured(model, servo)
-        output = servo.step(now, measured, error)
+        measured, error = self._measured(model, now)
+        problem = _describe(error)
+        usable = measured if servo.state is None or not servo.idle or self._moved_away(measured, now) else None
+        output = servo.step(now, usable, problem)
+        code = Status.INVALID if error is not None and error.verdict in CONTRADICTIONS else None
         if output is None:
-            return self._publish_status(Status.STALE_STATE, f'waiting for joint_states: {error}', np.nan, 0.0, now)
+            return self._publish_status(code or Status.STALE_STATE, f'waiting for joint_states: {problem}', np.nan,
+                                        0.0, now)
         reasons = guard.check_step(output.previous, output.state.position, output.state.velocity,
                                    servo.settings.publish_period) if output.publish else []
         if reasons:
@@ -338,15 +385,60 @@ class ServoNode(Node):
         if output.publish:
             _wait_until(publish_at)
             self._publish_command(model.chain.joint_names, output.state)
+            self._sent.append((time.monotonic(), output.state.position.copy()))
         self._last_output = output
-        self._publish_status(output.status, output.message, output.condition_number, output.velocity_scale, now)
+        self._publish_status(code or output.status, output.message, output.condition_number, output.velocity_scale,
+                             now)
 
-    def _measured(self, model, servo):
+    def _measured(self, model, now):
+        """Return (believed MotionState, None) or (None, StateError); remember the believed positions."""
         c = model.chain
         try:
-            return self.joint_states.state(c.joint_names, c.lower, c.upper), None
+            state = self.joint_states.state(c.joint_names, c.lower, c.upper)
         except StateError as exc:
-            return None, str(exc)
+            self._believed.clear()
+            return None, exc
+        self._believed.append((now, state.position))
+        while self._believed[0][0] < now - STEADY_TIME:
+            self._believed.popleft()
+        return state, None
+
+    def _moved_away(self, measured, now):
+        """Tell whether an idle servo may restart from ``measured``: away from its state, steadily.
+
+        Beyond STATE_TOLERANCE from the servo's own state, and the believed states
+        of its cycles over the last STEADY_TIME agree: a lie interleaved with the
+        true readings, believed now and then, makes them alternate.
+        """
+        state = self._servo.state
+        if measured is None or state is None or np.abs(measured.position - state.position).max() <= STATE_TOLERANCE:
+            return False
+        if len(self._believed) < 2 or now - self._believed[0][0] < 0.5 * STEADY_TIME:
+            return False
+        positions = np.array([q for _, q in self._believed])
+        return bool((positions.max(axis=0) - positions.min(axis=0)).max() <= 0.5 * RESYNC_TOLERANCE)
+
+    def _expected_at(self, at):
+        """Return where the commands sent can have put the arm at monotonic ``at`` (an Expectation), or None.
+
+        Called by the joint-state tracker for each reading (any thread): between
+        the positions commanded over the FOLLOW_TIME (and trajectory lead) before
+        ``at``, and the last one before those.  None before the first command kept
+        and EXPECTATION_HOLD after the last.
+        """
+        sent = list(self._sent)
+        if not sent or at < sent[0][0] or at - sent[-1][0] > EXPECTATION_HOLD:
+            return None
+        follow = FOLLOW_TIME + TRAJECTORY_LEAD * self.params['publish_period']
+        positions = []
+        for t, q in reversed(sent):
+            if t > at:
+                continue
+            positions.append(q)
+            if t < at - follow:
+                break
+        positions = np.array(positions)
+        return Expectation(positions.min(axis=0) - TRACKING_ERROR, positions.max(axis=0) + TRACKING_ERROR)
 
     def _publish_command(self, names, state):
         values = state.velocity if self.params['command_out_kind'] == 'velocity' else state.position
@@ -404,6 +496,16 @@ def _wait_until(t):
         return
     while time.monotonic() < t:
         pass
+
+
+def _describe(error):
+    """Return the servo's text for a refused joint state (StateError or None)."""
+    if error is None:
+        return None
+    if error.verdict == Verdict.OFF_COMMAND:
+        return ('joint_states refused: the arm is not where the commands put it (a false reading, or commands '
+                f'the controller did not execute): {error}')
+    return f'joint_states refused: {error}' if error.verdict in CONTRADICTIONS else str(error)
 
 
 def _jog_problem(names, velocities, joints):
