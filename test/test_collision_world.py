@@ -174,3 +174,14 @@ def test_a_merged_backlog_builds_the_world_applying_every_array_would(world):
     assert set(merged) == set(one_by_one) - {'far'}
     for name, pose in merged.items():
         np.testing.assert_array_equal(pose, one_by_one[name])
+
+
+def test_an_srdf_for_another_robot_is_refused(tmp_path):
+    """Another robot's disabled pairs would hide real collisions: an SRDF naming another robot loaded silently."""
+    chain = load_chain(PLANAR3, 'base_link', 'tool0')
+    srdf = str(ROOT / 'config' / 'planar3.srdf')
+    other = tmp_path / 'other.srdf'
+    other.write_text(open(srdf).read().replace('<robot name="planar3">', '<robot name="panda">'))
+    with pytest.raises(SceneError, match="describes robot 'panda', not the URDF's 'planar3'"):
+        collision_from_parameters(open(PLANAR3).read(), chain, srdf_file=str(other), robot_name='planar3')
+    assert collision_from_parameters(open(PLANAR3).read(), chain, srdf_file=srdf, robot_name='planar3') is not None

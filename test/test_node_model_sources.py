@@ -18,7 +18,7 @@ from geometry_msgs.msg import PoseStamped, TransformStamped  # noqa: E402
 from ik_solver.core.transforms import make_pose  # noqa: E402
 from ik_solver.core.urdf import load_robot_description  # noqa: E402
 from ik_solver.motion.limits import MotionState  # noqa: E402
-from ik_solver.ros.ik_node import IKSolverNode  # noqa: E402
+from ik_solver.ros.ik_node import IKSolverNode, SolveError  # noqa: E402
 from ik_solver.ros.joint_states import StateError  # noqa: E402
 from ik_solver.ros.messages import joint_state, matrix_to_pose  # noqa: E402
 from ik_solver.ros.target_frames import FrameError  # noqa: E402
@@ -55,7 +55,7 @@ def _description(arm):
     return load_robot_description(str(URDF_DIR / name))
 
 
-def _publish_description(node, text, expect_name=None, timeout=10.0):
+def _publish_description(node, text, expect_name=None, timeout=60.0):
     """Hand a description to the node as the topic would; wait for the worker to load (or refuse) it."""
     node.model_source._on_description(String(data=text))
     deadline = time.monotonic() + timeout
@@ -151,9 +151,12 @@ def test_robot_link_targets_resolve_at_their_stamp(make_node, ik7):
     expected = ik7.fk(q_then) @ make_pose([0.0, 0.0, 0.1])
     for T in resolved:  # the same target, resolved again later, stays where it was
         np.testing.assert_allclose(T, expected, atol=1e-12)
-    msg.header.stamp = TimeMsg()  # zero stamp: the newest joints
-    np.testing.assert_allclose(node._resolve(node._robot, msg), ik7.fk(q_now) @ make_pose([0.0, 0.0, 0.1]),
-                               atol=1e-12)
+    msg.header.stamp = TimeMsg()  # zero stamp: resolved anew each time, a repeated target would walk
+    with pytest.raises(SolveError, match="'tool0', which the arm moves, needs a header.stamp") as refused:
+        node._resolve(node._robot, msg)
+    assert refused.value.reason == 'invalid_input'
+    msg.header.frame_id = 'base_link'   # a frame the arm does not move: a zero stamp is fine
+    np.testing.assert_allclose(node._resolve(node._robot, msg), make_pose([0.0, 0.0, 0.1]), atol=1e-12)
 
 
 class _Buffer:
@@ -217,3 +220,33 @@ def test_a_move_starts_from_the_controllers_reference_at_its_stamp_or_not_at_all
     with pytest.raises(StateError, match="from the controller's reference") as refused:
         node._start_state(context)
     assert refused.value.reason == 'inconsistent_state'
+
+
+@pytest.mark.parametrize('slow_checks,sent,reason', [(1, 1, 'success'), (2, 0, 'expired')])
+def test_a_move_held_up_past_its_lead_time_is_planned_again_or_refused(make_node, ik7, monkeypatch, slow_checks,
+                                                                       sent, reason):
+    """A move that leaves later than command_lead_time after its start's instant is planned from the state then.
+
+    The guard's collision check is held up 0.12 s (a loaded executor) for the first ``slow_checks`` attempts:
+    once, the move is planned again and sent from a fresh start; twice, it is refused with the reason.
+    """
+    node = make_node(urdf_file=str(URDF_DIR / 'ik7.urdf.xacro'), command_lead_time=0.05)
+    context = node._robot
+    _feed_joints(node, ik7.joint_names, HOME)
+    published, calls = [], []
+    monkeypatch.setattr(context.controller, 'send', lambda msg: published.append(msg))
+    check_path = context.guard.check_path
+
+    def slow_check_path(start, path):
+        calls.append(start.time)
+        if len(calls) <= slow_checks:
+            time.sleep(0.12)
+        return check_path(start, path)
+
+    monkeypatch.setattr(context.guard, 'check_path', slow_check_path)
+    response = node.solve_service_request(_execute_request(ik7.fk(HOME + 0.05)))
+    assert len(calls) == 2 and calls[1] > calls[0] + 0.1   # planned again from a later state
+    assert len(published) == sent and response.executed == bool(sent)
+    assert response.reason == getattr(SolveIK.Response, reason.upper()), response.message
+    if not sent:
+        assert 'more than command_lead_time 0.05 s' in response.message

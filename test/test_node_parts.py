@@ -210,10 +210,10 @@ def test_the_replay_follows_the_trajectory_as_sent(node):
 
 def test_a_command_the_controller_cannot_take_is_refused_and_not_remembered():
     """With no action server nothing moves: the answer says so and the replay does not pretend otherwise."""
-    from ik_solver.ros.ik_node import _send
+    from ik_solver.ros.command_guard import send_trajectory
     history = CommandHistory()
     controller = SimpleNamespace(send=lambda msg: 'action server jtc/follow_joint_trajectory is not available')
-    guard = CommandGuard(LIMITS, send=partial(_send, controller, history, Clock(), 0.0))
+    guard = CommandGuard(LIMITS, send=partial(send_trajectory, controller, history, Clock(), 0.0))
     start = MotionState(HOME, np.zeros(3), np.zeros(3), time.monotonic())
     assert guard.execute(start, plan_move(start, HOME + 0.3, LIMITS), NAMES) == (
         'controller_unavailable', 'action server jtc/follow_joint_trajectory is not available')
@@ -222,10 +222,10 @@ def test_a_command_the_controller_cannot_take_is_refused_and_not_remembered():
 
 def test_a_move_whose_start_is_older_than_the_lead_time_is_not_sent():
     """The controller joins a trajectory at its arrival: after the lead time it would skip part of it, a step."""
-    from ik_solver.ros.ik_node import _send, LATE
+    from ik_solver.ros.command_guard import LATE, send_trajectory
     history, sent = CommandHistory(), []
     controller = SimpleNamespace(send=lambda msg: sent.append(msg))
-    guard = CommandGuard(LIMITS, send=partial(_send, controller, history, Clock(), 0.05))
+    guard = CommandGuard(LIMITS, send=partial(send_trajectory, controller, history, Clock(), 0.05))
     path = plan_move(MotionState.at_rest(HOME), HOME + 0.3, LIMITS)
     late = MotionState(HOME, np.zeros(3), np.zeros(3), time.monotonic() - 0.08)
     reason, message = guard.execute(late, path, NAMES)

@@ -10,6 +10,8 @@ or all at once (DELETEALL removes marker objects only).
 The world holds at most ``MAX_MARKER_OBJECTS`` marker objects (``backlog``
 bounds the markers waiting to be applied).
 """
+from xml.etree import ElementTree
+
 from .backlog import MAX_MARKER_OBJECTS
 from .markers import ADD, DELETE, DELETEALL, marker_name, obstacle_from_marker
 from .model import CollisionModel
@@ -85,16 +87,29 @@ class CollisionWorld:
 
 
 def collision_from_parameters(description, chain, srdf_file='', scene_file='', package_dirs=(), padding=0.0,
-                              skip_missing_meshes=False, convex=False, xacro_args=None):
+                              skip_missing_meshes=False, convex=False, xacro_args=None, robot_name=None):
     """Build the CollisionWorld of the node's parameters, or None when the robot has no collision geometry.
 
     ``description``: URDF/xacro text or file (RobotModel.description, with its ``xacro_args``); ``chain``: the
-    IK chain (its base and tip).  Raises CollisionError or
+    IK chain (its base and tip); ``robot_name``: the URDF's robot name, which an SRDF must carry too (another
+    robot's disabled pairs would hide real collisions).  Raises CollisionError or
     SceneError (both ValueError) naming the file, link or object at fault.
     """
+    if srdf_file and robot_name is not None:
+        _check_srdf_robot(srdf_file, robot_name)
     model = CollisionModel(description, chain.base_link, chain.tip_link, srdf=srdf_file or None,
                            package_dirs=package_dirs, skip_missing_meshes=skip_missing_meshes, convex=convex,
                            padding=padding, xacro_args=xacro_args)
     if not model.geometry_links:
         return None
     return CollisionWorld(model, load_scene(scene_file) if scene_file else ())
+
+
+def _check_srdf_robot(path, robot_name):
+    """Raise SceneError if the SRDF at ``path`` names another robot than ``robot_name`` (unreadable: the model says)."""
+    try:
+        srdf_name = ElementTree.parse(path).getroot().get('name')
+    except (OSError, ElementTree.ParseError):
+        return
+    if srdf_name != robot_name:
+        raise SceneError(f"SRDF {path} describes robot '{srdf_name}', not the URDF's '{robot_name}'")

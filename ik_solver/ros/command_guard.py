@@ -7,11 +7,20 @@ is checked as the controller will interpolate it from the state it starts at
 limits, timing, ends at rest, size cap), its largest joint change is bounded by
 ``max_joint_jump``, it must not pass through a collision (with a collision model),
 and targets must lie in the optional workspace box.
-``execute`` sends only what passed, so no caller can skip a check.
+``execute`` sends only what passed, so no caller can skip a check, and the
+IK node's ``send_trajectory`` (its ``send``) refuses a trajectory that would
+reach the controller too late to join it without a step.
 """
-import numpy as np
+import time
 
+import numpy as np
+from rclpy.duration import Duration
+
+from .messages import trajectory_message
 from ..motion import guard
+
+#: The refusal of a move whose start is older than command_lead_time when it is to leave.
+LATE = 'late'
 
 
 class CommandGuard:
@@ -94,3 +103,31 @@ class CommandGuard:
         if hit:
             return 'collision_path', hit[0]
         return self._send(names, start, path)
+
+
+def send_trajectory(controller, history, clock, lead, names, start, path):
+    """Send the trajectory to the controller and remember it: the guard's only way out.
+
+    It is stamped with the instant its start state describes (``start.time``, monotonic, turned into the
+    node's clock): a controller that honours header.stamp joins the move in step with the motion it
+    continues, and our replay of the command (``history``) runs on the same instant.  A trajectory joins
+    without a step only within ``lead`` s (command_lead_time; 0: not checked) of that instant, so one whose
+    start is older when it leaves is not sent.  None once sent, else ('controller_unavailable', message) or
+    (LATE, message).
+    """
+    now = time.monotonic()
+    t0 = now if start.time is None else min(start.time, now)
+    if lead > 0.0 and now - t0 > lead:
+        return LATE, (f'the move was {now - t0:.3f} s old when it was to be sent, more than command_lead_time '
+                      f'{lead:g} s: the controller would join it mid-way, with a step')
+    stamp = clock.now() - Duration(nanoseconds=int((now - t0) * 1e9))
+    problem = controller.send(trajectory_message(names, path, stamp.to_msg()))
+    if problem is not None:
+        return 'controller_unavailable', problem
+    history.sent(start, path, t0)
+    return None
+
+
+def expired(refusal):
+    """Report a move refused for being late as 'expired' (a status reason); any other refusal as it is."""
+    return ('expired', refusal[1]) if refusal is not None and refusal[0] == LATE else refusal

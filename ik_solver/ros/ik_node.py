@@ -20,28 +20,26 @@ import time
 from geometry_msgs.msg import PoseStamped
 from ik_solver_interfaces.srv import ComputeFK, PlanPath, SolveIK
 import numpy as np
-from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
 from visualization_msgs.msg import MarkerArray
 
 from . import graph_features
-from .command_guard import CommandGuard
+from .command_guard import CommandGuard, expired, LATE, send_trajectory
 from .controller import ControllerInterface
-from .joint_states import CommandHistory, JointStateTracker, StateError
+from .joint_states import CommandHistory, JointStateTracker, received_monotonic, StateError
 from .messages import joint_positions, joint_state, matrix_to_pose, pose_to_matrix, trajectory_message, \
     vector_from
 from .model_source import ModelSource
 from .outcome import Outcome, OutcomeReporter
-from .parameters import BY_NAME, check_all, check_workspace_change, checked_xacro_args, is_set, load_limits, \
-    move_limits, package_file, PARAMETERS, ParameterSet, solver_options, workspace_box
+from .parameters import check_all, check_workspace_change, checked_xacro_args, is_set, load_limits, \
+    move_limits, package_file, PARAMETERS, ParameterSet, request_overrides, solver_options, workspace_box
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
 from .worker import Worker
 from ..collision.backlog import MarkerBacklog
 from ..core.exceptions import ModelError
-from ..core.methods import METHOD_NAMES
 from ..core.nullspace import manipulability
 from ..core.solver import IKSolver
 from ..core.warmup import warm_up
@@ -59,8 +57,6 @@ TARGET_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=Re
 WAIT_PERIOD = 0.02
 #: Cartesian step of a path when the request leaves max_step at 0 [m] (MoveIt's usual 1 cm).
 PATH_STEP = 0.01
-#: The guard's refusal of a move whose start is older than command_lead_time when it is to leave.
-LATE = 'late'
 #: A controller's reference is a setpoint: between two of its messages it moves only as the limits allow, within
 #: this [rad or m] (a lie of 0.05 rad interleaved with the true reference is then refused).
 REFERENCE_TOLERANCE = 0.01
@@ -174,9 +170,9 @@ class IKSolverNode(Node):
             p['controller_name'], p['command_interface'], self._on_controller_event, plausibility=StatePlausibility(
                 PlausibilitySettings.from_limits(limits.limits, tolerance=REFERENCE_TOLERANCE)))
         history = CommandHistory()
+        guard = self._build_guard(limits, p.values, controller, history, collision)
         self.joint_states.configure(limits.limits, expect=partial(history.expectation,
                                                                   velocity_limits=limits.limits.velocity, pause=PAUSE))
-        guard = self._build_guard(limits, p.values, controller, history, collision)
         self.collision = collision
         previous, self._robot = self._robot, Context(model, solver, limits, guard, history, controller, world)
         if previous is not None:
@@ -194,7 +190,7 @@ class IKSolverNode(Node):
             world = collision_from_parameters(
                 model.description, model.chain, package_file(p['srdf_file']), package_file(p['scene_file']),
                 [d for d in p['package_dirs'] if d], p['collision_padding'], p['skip_missing_meshes'],
-                p['collision_convex'], xacro_args=self._xacro_args)
+                p['collision_convex'], xacro_args=self._xacro_args, robot_name=model.robot.name)
         except (OSError, ModelError) as exc:
             raise ValueError(f'collision model: {exc}') from None
         if world is None:
@@ -213,7 +209,7 @@ class IKSolverNode(Node):
         scaled = move_limits(loaded, values)
         bounded = is_set(values['workspace.min']) or is_set(values['workspace.max'])
         workspace = workspace_box(values) if bounded else None
-        send = partial(_send, controller, history, self.get_clock(), values['command_lead_time'])
+        send = partial(send_trajectory, controller, history, self.get_clock(), values['command_lead_time'])
         return CommandGuard(scaled, workspace, values['max_joint_jump'], send=send,
                             collision=collision if values['avoid_collisions'] else None)
 
@@ -300,8 +296,8 @@ class IKSolverNode(Node):
 
     # -- targets ----------------------------------------------------------------------------------
 
-    def _on_target(self, msg):
-        arrival = time.monotonic()
+    def _on_target(self, msg, info):
+        arrival = received_monotonic(info)   # a target queued behind a busy executor ages from its reception
         try:
             pose_to_matrix(msg.pose)  # a malformed pose is answered now, never kept waiting
         except ValueError as exc:
@@ -426,6 +422,16 @@ class IKSolverNode(Node):
         return replace(reference, position=np.clip(reference.position, limits.lower, limits.upper))
 
     def _resolve(self, context, msg):
+        """Return the target ``msg`` (PoseStamped) in the base link; SolveError for a frame that moves, unstamped.
+
+        A target in a link the arm moves, stamped zero, would be resolved anew from the newest joint state each
+        time: the same tool-relative target sent twice would walk.
+        """
+        frame = msg.header.frame_id
+        if Time.from_msg(msg.header.stamp).nanoseconds == 0 and context.model.frames.has_link(frame) \
+                and set(context.model.frames.joints_between(frame)) & set(context.model.chain.joint_names):
+            raise SolveError('invalid_input', f"a target in '{frame}', which the arm moves, needs a header.stamp: "
+                                              'it is resolved where that link was at its stamp')
         return self.frames.resolve(msg, context.model, self.joint_states.positions_at,
                                    self.params['transform_timeout'])
 
@@ -460,10 +466,10 @@ class IKSolverNode(Node):
             refusal = context.guard.execute(start, path, context.model.chain.joint_names)
             if refusal is None or refusal[0] != LATE:
                 return refusal
-        return _expired(refusal)
+        return expired(refusal)
 
     def _execute_path(self, context, start, path, waypoints=None):
-        return _expired(context.guard.execute(start, path, context.model.chain.joint_names, waypoints))
+        return expired(context.guard.execute(start, path, context.model.chain.joint_names, waypoints))
 
     # -- services ---------------------------------------------------------------------------------
 
@@ -500,7 +506,7 @@ class IKSolverNode(Node):
     def _serve_solve(self, context, request):
         try:
             context = self._variant(context, self._collision_choice(context, request))
-            overrides = self._request_overrides(request)
+            overrides = request_overrides(request, self.params['max_request_timeout'])
             if request.execute:
                 if request.seed.name:
                     raise ValueError('a seed cannot be combined with execute: a move starts from the current state')
@@ -541,45 +547,6 @@ class IKSolverNode(Node):
         if asked == SolveIK.Request.COLLISIONS_ON and context.world is None:
             raise ValueError('avoid_collisions on cannot be honoured: this robot has no collision model')
         return asked == SolveIK.Request.COLLISIONS_ON
-
-    def _request_overrides(self, request):
-        """Solver overrides of a SolveIK request, each bounded like its parameter; ValueError otherwise."""
-        overrides = {}
-        if request.method:
-            if request.method not in METHOD_NAMES:
-                raise ValueError(f"unknown IK method '{request.method}'; choose one of {', '.join(METHOD_NAMES)}")
-            overrides['method'] = request.method
-        if request.mode:
-            reason = BY_NAME['mode'].check(request.mode)
-            if reason:
-                raise ValueError(reason)
-            overrides['mode'] = request.mode
-        limit = self.params['max_request_timeout']
-        if request.timeout != 0.0:
-            if not 0.0 < request.timeout <= limit:
-                raise ValueError(f'timeout must be in (0, {limit:g}] s (max_request_timeout), got {request.timeout}')
-            overrides['timeout'] = request.timeout
-        for name in ('position_tolerance', 'orientation_tolerance'):
-            value = getattr(request, name)
-            if value != 0.0:
-                reason = BY_NAME[name].check(value)
-                if reason:
-                    raise ValueError(reason)
-                overrides[name] = value
-        if request.position_only and request.orientation_only:
-            raise ValueError('position_only and orientation_only cannot both be set')
-        for name in ('position_only', 'orientation_only'):
-            if getattr(request, name):
-                overrides[name] = True
-        for name in ('weights', 'bounds'):
-            values = np.asarray(getattr(request, name), float)
-            if len(values):
-                if len(values) != 6 or np.isnan(values).any():
-                    raise ValueError(f'{name} must have 6 values (x y z rx ry rz), not NaN; got {len(values)}')
-                overrides[name] = tuple(float(v) for v in values)
-        if request.weights_in_target_frame:
-            overrides['weights_frame'] = 'target'
-        return overrides
 
     async def _on_plan_path(self, request, response):
         return await self.worker.run(self._answer_plan_path, request, response)
@@ -681,34 +648,6 @@ class IKSolverNode(Node):
             return context.model.chain.base_link, float('nan'), float('nan')
         chain = context.model.chain
         return chain.base_link, result.sigma_min, manipulability(chain.jacobian(result.joints))
-
-
-def _send(controller, history, clock, lead, names, start, path):
-    """Send the trajectory to the controller and remember it: the guard's only way out.
-
-    It is stamped with the instant its start state describes (``start.time``, monotonic, turned into the
-    node's clock): a controller that honours header.stamp joins the move in step with the motion it
-    continues, and our replay of the command (``history``) runs on the same instant.  A trajectory joins
-    without a step only within ``lead`` s (command_lead_time; 0: not checked) of that instant, so one whose
-    start is older when it leaves is not sent.  None once sent, else ('controller_unavailable', message) or
-    (LATE, message).
-    """
-    now = time.monotonic()
-    t0 = now if start.time is None else min(start.time, now)
-    if lead > 0.0 and now - t0 > lead:
-        return LATE, (f'the move was {now - t0:.3f} s old when it was to be sent, more than command_lead_time '
-                      f'{lead:g} s: the controller would join it mid-way, with a step')
-    stamp = clock.now() - Duration(nanoseconds=int((now - t0) * 1e9))
-    problem = controller.send(trajectory_message(names, path, stamp.to_msg()))
-    if problem is not None:
-        return 'controller_unavailable', problem
-    history.sent(start, path, t0)
-    return None
-
-
-def _expired(refusal):
-    """Report a move refused for being late as 'expired' (a status reason); any other refusal as it is."""
-    return ('expired', refusal[1]) if refusal is not None and refusal[0] == LATE else refusal
 
 
 def _mark_sent(outcome, refusal):

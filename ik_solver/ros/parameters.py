@@ -401,3 +401,43 @@ def move_limits(loaded, values):
     """Return the limits a command may use: ``loaded`` scaled by velocity/acceleration_scaling (0: the file's)."""
     return loaded.limits.scaled(values['velocity_scaling'] or loaded.default_velocity_scaling,
                                 values['acceleration_scaling'] or loaded.default_acceleration_scaling)
+
+
+def request_overrides(request, max_timeout):
+    """Solver overrides of a SolveIK request, each bounded like its parameter; ValueError otherwise."""
+    overrides = {}
+    if request.method:
+        if request.method not in METHOD_NAMES:
+            raise ValueError(f"unknown IK method '{request.method}'; choose one of {', '.join(METHOD_NAMES)}")
+        overrides['method'] = request.method
+    if request.mode:
+        reason = BY_NAME['mode'].check(request.mode)
+        if reason:
+            raise ValueError(reason)
+        overrides['mode'] = request.mode
+    limit = max_timeout
+    if request.timeout != 0.0:
+        if not 0.0 < request.timeout <= limit:
+            raise ValueError(f'timeout must be in (0, {limit:g}] s (max_request_timeout), got {request.timeout}')
+        overrides['timeout'] = request.timeout
+    for name in ('position_tolerance', 'orientation_tolerance'):
+        value = getattr(request, name)
+        if value != 0.0:
+            reason = BY_NAME[name].check(value)
+            if reason:
+                raise ValueError(reason)
+            overrides[name] = value
+    if request.position_only and request.orientation_only:
+        raise ValueError('position_only and orientation_only cannot both be set')
+    for name in ('position_only', 'orientation_only'):
+        if getattr(request, name):
+            overrides[name] = True
+    for name in ('weights', 'bounds'):
+        values = np.asarray(getattr(request, name), float)
+        if len(values):
+            if len(values) != 6 or np.isnan(values).any():
+                raise ValueError(f'{name} must have 6 values (x y z rx ry rz), not NaN; got {len(values)}')
+            overrides[name] = tuple(float(v) for v in values)
+    if request.weights_in_target_frame:
+        overrides['weights_frame'] = 'target'
+    return overrides
