@@ -13,8 +13,10 @@ from conftest import example_robot
 from hypothesis import given, HealthCheck, settings
 from hypothesis import strategies as st
 from ik_solver import IKSolver, load_chain, METHOD_NAMES, NullspaceGoals
+from ik_solver.core import kinematics as kin
 from ik_solver.core.exceptions import ModelError
 from ik_solver.core.methods import smallest_singular_value
+from ik_solver.core.nullspace import secondary_step
 from ik_solver.core.transforms import make_pose, pose_error, quaternion_to_matrix
 import numpy as np
 import pytest
@@ -72,6 +74,18 @@ def test_coaxial_rolls_at_limits_do_not_divide_by_zero():
     J = chain.jacobian(np.array([0.3, 0.1, -2.4, 0.0, -2.3, 0.0, -1.6]))   # rolls coaxial: rank 5
     assert np.linalg.svd(J, compute_uv=False)[-1] < 1e-12
     assert 0.0 <= smallest_singular_value(J) < 1e-6
+
+
+def test_secondary_step_without_goals_is_zero(ik7):
+    """A public kernel: all-zero goal weights mean no step (their sum normalises the weights)."""
+    q = ik7.mid_configuration()
+    n = ik7.n
+    R, p, a = np.empty((n + 1, 3, 3)), np.empty((n + 1, 3)), np.empty((n, 3))
+    kin.frames(q, *ik7.kin_args, R, p, a)
+    J = ik7.jacobian(q)
+    step = secondary_step(q, ik7.kin_args, ik7.lower, ik7.upper, np.zeros(4), 1.0, q, np.zeros(3), -1, np.zeros(3),
+                          J, np.eye(3), np.ones(6), False, 1e-6, R, p, a)
+    np.testing.assert_array_equal(step, np.zeros(n))
 
 
 def test_smallest_singular_value_of_rank_deficient_matrices():

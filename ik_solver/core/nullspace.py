@@ -198,6 +198,8 @@ def secondary_step(q, chain, lower, upper, weights, gain, q_pref, pole, elbow, e
     """One bounded nullspace step of all goals at a converged pose (``frames`` output and weighted J given)."""
     n_var = q.shape[0]
     total = weights.sum()
+    if not total > 0.0:   # no goal: no step (the weights below are relative to their sum)
+        return np.zeros(n_var)
     N = nullspace_projector(Jw, cutoff)
     z = np.zeros(n_var)
     for i in range(n_var):
