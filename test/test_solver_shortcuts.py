@@ -111,8 +111,8 @@ def test_a_tracking_solve_reuses_its_last_kinematics_pass(ik7, rng):
     work = np.empty((solver_module.W_SIZE, ik7.n))
     report = np.empty(solver_module.RP_SIZE)
     q_out = np.empty(ik7.n)
-    code = solver_module._solve_one(T, q, *plan.args, solver_module.monotonic() + 1.0, np.zeros(1, dtype=np.uint64),
-                                    work, report, q_out)
+    code = solver_module._solve_one(plan.variant, T, q, *plan.args, solver_module.monotonic() + 1.0,
+                                    np.zeros(1, dtype=np.uint64), work, report, q_out)
     assert code == solver_module.SEED_OK and report[solver_module.RP_REASON] == solver_module.R_SUCCESS
     assert report[solver_module.RP_EVALUATED] == 1.0
     np.testing.assert_array_equal(q_out, work[solver_module.W_EVAL])
@@ -164,9 +164,9 @@ def _kernel_solve(solver, T, seed, plain, deadline=1.0):
     work = np.empty((solver_module.W_SIZE, solver.chain.n))
     report = np.empty(solver_module.RP_SIZE)
     q_out = np.empty(solver.chain.n)
-    code = solver_module._solve_one(np.ascontiguousarray(T), np.ascontiguousarray(seed), chain, lower, upper, fp, ip,
-                                    q_pref, solver_module.monotonic() + deadline, np.zeros(1, dtype=np.uint64),
-                                    work, report, q_out)
+    code = solver_module._solve_one(solver._plan.variant, np.ascontiguousarray(T), np.ascontiguousarray(seed), chain,
+                                    lower, upper, fp, ip, q_pref, solver_module.monotonic() + deadline,
+                                    np.zeros(1, dtype=np.uint64), work, report, q_out)
     assert code == solver_module.SEED_OK
     return q_out, report
 

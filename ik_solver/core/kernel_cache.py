@@ -22,7 +22,9 @@ import hashlib
 import logging
 import os
 import pathlib
+import shutil
 import threading
+import time
 
 from numba.core import caching, event
 
@@ -30,6 +32,9 @@ from numba.core import caching, event
 CACHE_ENV = 'IK_SOLVER_CACHE_DIR'
 #: Seconds a compilation may take before the user is told.
 NOTICE_AFTER = 1.0
+#: Folders of other source versions are removed once unused this long (s), the newest KEEP_VERSIONS excepted.
+PRUNE_AFTER = 7 * 24 * 3600.0
+KEEP_VERSIONS = 3
 #: Typical compile CPU seconds of the entry kernels (a loaded machine takes longer), for the notice.
 TYPICAL_COMPILE_S = {'_solve_fast': 30, '_solve_one': 30, '_solve_batch': 60, 'fk_batch': 3}
 
@@ -93,9 +98,32 @@ class ContentKeyedLocator(caching._CacheLocator):
         locator = cls(py_func, path.parent.name)
         try:
             locator.ensure_cache_path()
+            if path.parent.name not in _pruned:
+                _pruned.add(path.parent.name)
+                prune(pathlib.Path(locator.get_cache_path()))
         except OSError:   # not writable: numba's own locators take over
             return None
         return locator
+
+
+_pruned = set()
+
+
+def prune(current, now=None):
+    """Mark ``current`` used; remove folders of other versions unused for PRUNE_AFTER, but the newest few.
+
+    Every edit of the sources makes a new folder (a few MB), so a developer's
+    cache would only grow.  Args: current: this version's folder; now: the
+    time to compare with (s since the epoch, default the clock's).
+    """
+    now = time.time() if now is None else now
+    os.utime(current)
+    subpackage = current.name.rsplit('-', 1)[0]
+    others = sorted((p for p in current.parent.glob(f'{subpackage}-*') if p != current and p.is_dir()),
+                    key=lambda p: p.stat().st_mtime, reverse=True)
+    for folder in others[KEEP_VERSIONS - 1:]:
+        if now - folder.stat().st_mtime > PRUNE_AFTER:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 class _CompileNotice(event.Listener):

@@ -20,20 +20,22 @@ base frame or the target (tool) frame; convergence uses the weighted, masked
 error (``task_error``), while results always report the true position and
 orientation error of the returned joints.
 
-numba's on-disk cache keys each module on its own source text: these kernels
-inline kinematics, methods and nullspace kernels, so after a change there,
-change this file too (or clear ``__pycache__``) to recompile them.
+Compilation is per kernel variant (``kernel_variant``): a solver compiles, on
+construction, only the step method and goals its options use.  The compiled
+kernels are cached by source content (``kernel_cache``), so a change in any
+kernel file recompiles every kernel that could inline it.
 """
 from dataclasses import dataclass, field, fields, replace
 import numbers
 import time
 
 from numba import njit, prange
+from numba.extending import overload
 import numpy as np
 
 from . import kinematics as kin
 from .clock import monotonic
-from .methods import method_id, METHOD_NAMES, smallest_singular_value, step_into
+from .methods import LM, lm_step_into, method_id, METHOD_NAMES, smallest_singular_value, step_into
 from .nullspace import NS_SETTLED, NullspaceGoals, pole_side, secondary_step, weighted_manipulability
 from .transforms import check_pose, pose_defect, rotation_error
 
@@ -87,6 +89,21 @@ W_SIZE = 5
 # true position and rotation error, and whether they were evaluated at the attempt's final q.
 OUT_POS, OUT_ROT, OUT_ITERS, OUT_SIGMA, OUT_TASK, OUT_TRUE_POS, OUT_TRUE_ROT, OUT_EVALUATED = range(8)
 OUT_SIZE = 8
+
+
+# Kernel variants.  numba compiles a kernel once per argument *type*, not per value: a plan hands the
+# kernels a tuple of zeros whose length encodes whether its method is lm (else the other four, chosen at
+# run time) and whether it has ranking or nullspace goals.  So the default solve compiles neither the
+# nullspace goals nor the SVD-based methods (about two thirds of the compile time), while all variants
+# together stay four kernels (a node or a warm-up that uses everything compiles little more than before).
+def kernel_variant(method, goals):
+    """Return the variant tuple of a plan: one zero, one more unless lm, two more with goals."""
+    return (0,) * (1 + (method != LM) + 2 * bool(goals))
+
+
+def _variant_of(length):
+    """Return (lm only?, goals?) of a variant tuple's length."""
+    return (length - 1) % 2 == 0, length > 2
 
 
 def _number(name, value, low=-np.inf, high=np.inf, integer=False, open_low=False):
@@ -396,8 +413,8 @@ def _exact_sigma(q, chain, T, fp, ip):
     return np.linalg.svd(_task_rows(Jw, fp))[1][-1]
 
 
-@njit(cache=True, inline='always')
-def _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out):
+@njit(cache=True)
+def _attempt(variant, q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out):
     """Iterate from q (modified in place) until converged, stalled, max_iter or the deadline.
 
     out receives the OUT_* fields: masked and true errors, iterations, sigma_min and
@@ -439,14 +456,12 @@ def _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out):
             break
         Jw = _task_jacobian(chain, Rt, fp, ip, ws)
         if within:
-            dq[:] = secondary_step(q, chain, lower, upper, ns_w, fp[FP_NS_GAIN], q_pref, fp[FP_POLE:FP_POLE + 3],
-                                   ip[IP_ELBOW], fp[FP_ELBOW_OFFSET:FP_ELBOW_OFFSET + 3], Jw, Rt,
-                                   fp[FP_SW:FP_SW + 6], ip[IP_TARGET_FRAME], fp[FP_CUTOFF], R_out, p_out, a_out)
+            _secondary(variant, q, chain, lower, upper, fp, ip, q_pref, Jw, Rt, R_out, p_out, a_out, dq)
             ns_done += 1
             if _largest(dq) < NS_SETTLED:
                 return CONVERGED
         else:
-            step_into(ip[IP_METHOD], Jw, e, fp, A, dq)
+            _step(variant, Jw, e, fp, ip, A, dq)
             largest = _largest(dq)
             if largest > fp[FP_MAX_STEP]:
                 dq *= fp[FP_MAX_STEP] / largest
@@ -494,14 +509,10 @@ def _limit_factor(q, lower, upper):
 
 
 @njit(cache=True)
-def _score(q, seed, chain, lower, upper, Rt, fp, ip, ws):
-    """Rank of a converged solution, lower is better; sets RP_POLE_SIDE and RP_JUMP for it."""
-    linf = 0.0
-    for i in range(q.shape[0]):
-        linf = max(linf, abs(q[i] - seed[i]))
-    score = linf
+def _goal_score(q, chain, lower, upper, Rt, fp, ip, ws, score):
+    """(score, pole side) of a converged solution under the ranking goals: manipulability mode, pole side."""
     side = 1.0
-    if ip[IP_MODE] == MODE_MANIPULABILITY or ip[IP_ELBOW] >= 0:   # (the common case unpacks no arrays)
+    if ip[IP_MODE] == MODE_MANIPULABILITY or ip[IP_ELBOW] >= 0:
         R_out, p_out, a_out = ws[0], ws[1], ws[2]
         kin.frames(q, *chain, R_out, p_out, a_out)
         if ip[IP_ELBOW] >= 0:
@@ -510,15 +521,67 @@ def _score(q, seed, chain, lower, upper, Rt, fp, ip, ws):
         if ip[IP_MODE] == MODE_MANIPULABILITY:
             Jw = _task_jacobian(chain, Rt, fp, ip, ws)
             score = -weighted_manipulability(Jw) * _limit_factor(q, lower, upper)
+    return score, side
+
+
+def _ranking(variant, q, chain, lower, upper, Rt, fp, ip, ws, score):
+    """``_goal_score`` for a variant with goals; without, the score as it is (compiled: nothing else)."""
+    return _goal_score(q, chain, lower, upper, Rt, fp, ip, ws, score)
+
+
+@overload(_ranking)
+def _ranking_variant(variant, q, chain, lower, upper, Rt, fp, ip, ws, score):
+    if _variant_of(variant.count)[1]:
+        return lambda variant, q, chain, lower, upper, Rt, fp, ip, ws, score: _goal_score(
+            q, chain, lower, upper, Rt, fp, ip, ws, score)
+    return lambda variant, q, chain, lower, upper, Rt, fp, ip, ws, score: (score, 1.0)
+
+
+def _step(variant, J, e, fp, ip, A, dq):
+    """Write the step of the plan's method into dq (compiled: lm's code only in an lm variant)."""
+    step_into(ip[IP_METHOD], J, e, fp, A, dq)
+
+
+@overload(_step)
+def _step_variant(variant, J, e, fp, ip, A, dq):
+    if _variant_of(variant.count)[0]:
+        return lambda variant, J, e, fp, ip, A, dq: lm_step_into(J, e, fp[FP_LM_BIAS], A, dq)
+    return _step
+
+
+def _secondary(variant, q, chain, lower, upper, fp, ip, q_pref, Jw, Rt, R_out, p_out, a_out, dq):
+    """One nullspace step of the goals into dq (compiled only into variants with goals)."""
+    dq[:] = secondary_step(q, chain, lower, upper, fp[FP_NS_W:FP_NS_W + 4], fp[FP_NS_GAIN], q_pref,
+                           fp[FP_POLE:FP_POLE + 3], ip[IP_ELBOW], fp[FP_ELBOW_OFFSET:FP_ELBOW_OFFSET + 3], Jw, Rt,
+                           fp[FP_SW:FP_SW + 6], ip[IP_TARGET_FRAME], fp[FP_CUTOFF], R_out, p_out, a_out)
+
+
+@overload(_secondary)
+def _secondary_variant(variant, q, chain, lower, upper, fp, ip, q_pref, Jw, Rt, R_out, p_out, a_out, dq):
+    if _variant_of(variant.count)[1]:
+        return _secondary
+
+    def none(variant, q, chain, lower, upper, fp, ip, q_pref, Jw, Rt, R_out, p_out, a_out, dq):
+        dq[:] = 0.0   # (unreachable: without goals an attempt ends at convergence)
+    return none
+
+
+@njit(cache=True)
+def _score(variant, q, seed, chain, lower, upper, Rt, fp, ip, ws):
+    """Rank of a converged solution, lower is better; sets RP_POLE_SIDE and RP_JUMP for it."""
+    linf = 0.0
+    for i in range(q.shape[0]):
+        linf = max(linf, abs(q[i] - seed[i]))
+    score, side = _ranking(variant, q, chain, lower, upper, Rt, fp, ip, ws, linf)
     if side <= 0.0:
         score += WRONG_SIDE
     return score, linf, side > 0.0
 
 
 @njit(cache=True)
-def _offer(q, seed, chain, lower, upper, Rt, fp, ip, ws, work, report):
+def _offer(variant, q, seed, chain, lower, upper, Rt, fp, ip, ws, work, report):
     """Keep q if it ranks best so far; True when the search may stop (mode 'first', no jump, pole side)."""
-    score, linf, side_ok = _score(q, seed, chain, lower, upper, Rt, fp, ip, ws)
+    score, linf, side_ok = _score(variant, q, seed, chain, lower, upper, Rt, fp, ip, ws)
     if report[RP_CHOSEN] == 0.0 or score < report[RP_SCORE]:
         work[W_CHOSEN] = q
         report[RP_CHOSEN] = 1.0
@@ -529,7 +592,7 @@ def _offer(q, seed, chain, lower, upper, Rt, fp, ip, ws, work, report):
 
 
 @njit(cache=True, nogil=True)
-def _search(seed, chain, lower, upper, slo, sup, Rt, pt, fp, ip, q_pref, deadline, rng, work, report):
+def _search(variant, seed, chain, lower, upper, slo, sup, Rt, pt, fp, ip, q_pref, deadline, rng, work, report):
     """Run attempts from the seed, then from random starts in [slo, sup], until done, the deadline or max attempts.
 
     Converged solutions go to ``_offer`` (or, with ip[IP_YIELD], back to the
@@ -548,14 +611,14 @@ def _search(seed, chain, lower, upper, slo, sup, Rt, pt, fp, ip, q_pref, deadlin
         else:
             for i in range(n_var):
                 q[i] = slo[i] + (sup[i] - slo[i]) * _next_uniform(rng)
-        status = _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out)
+        status = _attempt(variant, q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out)
         _record(status, q, out, work, report)
         if status == CONVERGED:
             _wrap_near(q, seed, lower)
             if ip[IP_YIELD]:
                 work[W_CAND] = q
                 return CANDIDATE
-            if _offer(q, seed, chain, lower, upper, Rt, fp, ip, ws, work, report):
+            if _offer(variant, q, seed, chain, lower, upper, Rt, fp, ip, ws, work, report):
                 return FINISHED
         if monotonic() >= deadline:
             break
@@ -578,7 +641,8 @@ def _record(status, q, out, work, report):
 
 
 @njit(cache=True, inline='always')
-def _plain_first_attempt(seed, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, work, report, q_out):
+def _plain_first_attempt(variant, seed, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, work, report,
+                         q_out):
     """Attempt 0 of a plain plan (ip[IP_PLAIN]), concluded in place if it converged: True then.
 
     For these plans (mode 'first' without a jump threshold, pole, nullspace
@@ -590,7 +654,7 @@ def _plain_first_attempt(seed, chain, lower, upper, Rt, pt, fp, ip, q_pref, dead
     out = ws[7]
     q = work[W_Q]
     q[:] = seed
-    status = _attempt(q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out)
+    status = _attempt(variant, q, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, ws, out)
     _record(status, q, out, work, report)
     if status != CONVERGED:
         return False
@@ -725,7 +789,7 @@ def _solve_arrays(T, n_var):
 
 
 @njit(cache=True, nogil=True, inline='always')
-def _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, deadline, rng, work, report, q_out):
+def _solve_one(variant, T, seed, chain, lower, upper, fp, ip, q_pref, deadline, rng, work, report, q_out):
     """Validate the target and seed and solve: the single-solve kernel.
 
     Returns SEED_OK, a seed code, POSE_INVALID (the caller raises) or -1 (a candidate for the collision check).
@@ -737,20 +801,22 @@ def _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, deadline, rng, work
     if code != SEED_OK:
         return code
     clamped[:] = work[W_Q]
-    return _solve_started(clamped, chain, lower, upper, bounds, Rt, pt, fp, ip, q_pref, deadline, rng, work, report,
-                          q_out)
+    return _solve_started(variant, clamped, chain, lower, upper, bounds, Rt, pt, fp, ip, q_pref, deadline, rng, work,
+                          report, q_out)
 
 
 @njit(cache=True, inline='always')
-def _solve_started(clamped, chain, lower, upper, bounds, Rt, pt, fp, ip, q_pref, deadline, rng, work, report, q_out):
+def _solve_started(variant, clamped, chain, lower, upper, bounds, Rt, pt, fp, ip, q_pref, deadline, rng, work, report,
+                   q_out):
     """Search from a started solve (``_start``) and conclude it; -1: a candidate for the collision check."""
     if ip[IP_PLAIN]:
-        if _plain_first_attempt(clamped, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, work, report, q_out):
+        if _plain_first_attempt(variant, clamped, chain, lower, upper, Rt, pt, fp, ip, q_pref, deadline, work,
+                                report, q_out):
             return SEED_OK
         if monotonic() < deadline:
-            _search(clamped, chain, lower, upper, bounds[0], bounds[1], Rt, pt, fp, ip, q_pref, deadline, rng,
+            _search(variant, clamped, chain, lower, upper, bounds[0], bounds[1], Rt, pt, fp, ip, q_pref, deadline, rng,
                     work, report)
-    elif _search(clamped, chain, lower, upper, bounds[0], bounds[1], Rt, pt, fp, ip, q_pref, deadline, rng,
+    elif _search(variant, clamped, chain, lower, upper, bounds[0], bounds[1], Rt, pt, fp, ip, q_pref, deadline, rng,
                  work, report) == CANDIDATE:
         return -1
     _conclude(clamped, chain, lower, upper, Rt, pt, fp, ip, work, report, q_out)
@@ -799,7 +865,7 @@ def _unpack(vector, origin_R, rows, n_var):
 
 
 @njit(cache=True, nogil=True)
-def _solve_fast(T, seed, vector, origin_R, rows, start, q_out):
+def _solve_fast(variant, T, seed, vector, origin_R, rows, start, q_out):
     """Solve once, work arrays included: one call from Python (``_pack``'s arrays) returns (code, summary).
 
     ``IKSolver.solve`` calls it only with the types it was first compiled for
@@ -813,13 +879,13 @@ def _solve_fast(T, seed, vector, origin_R, rows, start, q_out):
     report = np.zeros(RP_SIZE)
     if T.shape[0] != 4 or T.shape[1] != 4 or seed.shape[0] != n_var:
         return SHAPE_MISMATCH, _summary(ip, report)
-    code = _solve_one(T, seed, chain, lower, upper, fp, ip, q_pref, start + fp[FP_TIMEOUT],
+    code = _solve_one(variant, T, seed, chain, lower, upper, fp, ip, q_pref, start + fp[FP_TIMEOUT],
                       np.zeros(1, dtype=np.uint64), work, report, q_out)
     return code, _summary(ip, report)
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _solve_batch(targets, seeds, chain, lower, upper, fp, ip, q_pref, Q_out, reports):
+def _solve_batch(variant, targets, seeds, chain, lower, upper, fp, ip, q_pref, Q_out, reports):
     """Solve every item in parallel; each item has its own deadline and generator (index = item)."""
     B = targets.shape[0]
     n_var = seeds.shape[1]
@@ -840,8 +906,8 @@ def _solve_batch(targets, seeds, chain, lower, upper, fp, ip, q_pref, Q_out, rep
             report[RP_REASON] = R_INVALID
             continue
         clamped[:] = work[W_Q]
-        _solve_started(clamped, chain, lower, upper, bounds, Rt, pt, fp, ip, q_pref, deadline, rng, work, report,
-                       Q_out[b])
+        _solve_started(variant, clamped, chain, lower, upper, bounds, Rt, pt, fp, ip, q_pref, deadline, rng, work,
+                       report, Q_out[b])
 
 
 _FLOAT64 = np.dtype(np.float64)
@@ -857,6 +923,7 @@ class _Plan:
     q_pref: np.ndarray
     args: tuple     # the kernels' (chain, lower, upper, fp, ip, q_pref)
     packed: tuple   # the same, packed for _solve_fast
+    variant: tuple  # the kernel variant (``kernel_variant``): the code this plan runs
 
 
 #: Plans kept per solver for per-call overrides (least recently built dropped first).
@@ -903,16 +970,13 @@ class IKSolver:
         if seed is None:
             seed = self._mid
         # The fast kernel takes writeable C-contiguous float64 arrays, 2-D and 1-D, as they are (checked inline:
-        # a function call here costs as much as a kernel iteration).
+        # a function call here costs as much as a kernel iteration); any other type would compile a new kernel.
         if self.collision is None and type(target) is np.ndarray and type(seed) is np.ndarray \
                 and target.dtype is _FLOAT64 and seed.dtype is _FLOAT64 and target.ndim == 2 and seed.ndim == 1 \
                 and (f := target.flags).c_contiguous and f.writeable and (g := seed.flags).c_contiguous \
                 and g.writeable:
             q = np.empty(self._n_var)
-            try:
-                code, summary = _solve_fast(target, seed, *plan.packed, start, q)
-            except TypeError:   # a type let through (dispatch costs ~100 us then): the checking path
-                code = None
+            code, summary = _solve_fast(plan.variant, target, seed, *plan.packed, start, q)
             if code == SEED_OK:
                 reason, position, rotation, task, iterations, restarts, pole_missed, _, _ = summary
                 if reason == R_SUCCESS and not pole_missed:   # the common case, without _result's call
@@ -939,7 +1003,7 @@ class IKSolver:
         B, n = seeds.shape
         Q = np.empty((B, n))
         reports = np.zeros((B, RP_SIZE))
-        _solve_batch(targets, seeds, *plan.args, Q, reports)
+        _solve_batch(plan.variant, targets, seeds, *plan.args, Q, reports)
         codes = reports[:, RP_REASON].astype(np.int64)
         if self.collision is not None:
             for b in np.flatnonzero(codes == R_SUCCESS):
@@ -959,19 +1023,27 @@ class IKSolver:
             overrides['_yield'] = True
         plan = self._plan_for(overrides) if overrides else self._plan
         seed = self._seed_array(seed)
+        q_out = np.empty(self._n_var)
+        if self.collision is None:   # the input is normalised to the one type the fast kernel was compiled for
+            code, summary = _solve_fast(plan.variant, T, seed, *plan.packed, start, q_out)
+            self._raise_for(code, T, seed)
+            return self._result(summary, q_out, T, plan, start)
         work = np.empty((W_SIZE, self._n_var))
         report = np.empty(RP_SIZE)
-        q_out = np.empty(self._n_var)
         rng = np.zeros(1, dtype=np.uint64)
         deadline = start + plan.options.timeout
-        code = _solve_one(T, seed, *plan.args, deadline, rng, work, report, q_out)
+        code = _solve_one(plan.variant, T, seed, *plan.args, deadline, rng, work, report, q_out)
+        self._raise_for(code, T, seed)
+        if code < 0:
+            return self._collision_search(T, seed, plan, deadline, rng, work, report, q_out, start)
+        return self._result(_summary(plan.ip, report), q_out, T, plan, start)
+
+    def _raise_for(self, code, T, seed):
+        """Raise the ValueError a kernel's input code stands for (none for SEED_OK or a collision candidate)."""
         if code == POSE_INVALID:
             check_pose(T)
         if code > 0:
             self._raise_seed(seed, code)
-        if code < 0:
-            return self._collision_search(T, seed, plan, deadline, rng, work, report, q_out, start)
-        return self._result(_summary(plan.ip, report), q_out, T, plan, start)
 
     def warm_up(self):
         """Load every kernel, the parallel batch one included (construction loads the single-solve ones)."""
@@ -1026,11 +1098,12 @@ class IKSolver:
         ip[IP_TARGET_FRAME], ip[IP_BOUNDS] = opts.weights_frame == 'target', opts.bounds is not None
         ip[IP_YIELD], ip[IP_SEED], ip[IP_METHOD] = collision_yield, opts.random_seed, method_id(opts.method)
         ip[IP_ROWS] = opts.weights_frame == 'target' or np.any(w != 1.0)
-        ip[IP_PLAIN] = (opts.mode == 'first' and opts.jump_threshold == np.inf and ip[IP_ELBOW] < 0
-                        and not np.any(fp[FP_NS_W:FP_NS_W + 4] > 0) and not collision_yield)
         q_pref = np.ascontiguousarray(q_pref, dtype=float)
         args = (self._kin, *self._limits, fp, ip, q_pref)
-        return _Plan(opts, fp, ip, q_pref, args, _pack(*args))
+        ip[IP_PLAIN] = (opts.mode == 'first' and opts.jump_threshold == np.inf and ip[IP_ELBOW] < 0
+                        and not np.any(fp[FP_NS_W:FP_NS_W + 4] > 0) and not collision_yield)
+        goals = ip[IP_ELBOW] >= 0 or ip[IP_MODE] == MODE_MANIPULABILITY or np.any(fp[FP_NS_W:FP_NS_W + 4] > 0)
+        return _Plan(opts, fp, ip, q_pref, args, _pack(*args), kernel_variant(ip[IP_METHOD], goals))
 
     def _reach_limit(self, w, bounds, opts):
         """Distance from the first joint beyond which the target is certainly out of reach (inf: no check).
@@ -1125,17 +1198,17 @@ class IKSolver:
             q = work[W_CAND].copy()
             pair = self.collision.check(q.copy())
             if pair is None:
-                if _offer(q, clamped, self._kin, *self._limits, Rt, plan.fp, plan.ip, ws, work, report):
+                if _offer(plan.variant, q, clamped, self._kin, *self._limits, Rt, plan.fp, plan.ip, ws, work, report):
                     break
             else:
                 collided += 1
-                score = _score(q, clamped, self._kin, *self._limits, Rt, plan.fp, plan.ip, ws)[0]
+                score = _score(plan.variant, q, clamped, self._kin, *self._limits, Rt, plan.fp, plan.ip, ws)[0]
                 if score < best_score:
                     best_pair, best_score = tuple(pair), score
             if time.perf_counter() >= deadline:
                 break
-            status = _search(clamped, self._kin, *self._limits, search_bounds[0], search_bounds[1], Rt, pt,
-                             plan.fp, plan.ip, plan.q_pref, deadline, rng, work, report)
+            status = _search(plan.variant, clamped, self._kin, *self._limits, search_bounds[0], search_bounds[1], Rt,
+                             pt, plan.fp, plan.ip, plan.q_pref, deadline, rng, work, report)
         if report[RP_CHOSEN] == 0.0 and collided:
             work[W_BEST] = clamped
             report[RP_BEST_ERR] = np.inf
@@ -1193,18 +1266,25 @@ class _FirstCollides:
 
 
 def _warm(solver, batch):
-    """Load (or compile) the kernels once per process; kernel types do not depend on the robot."""
+    """Load (or compile) the kernels of the solver's plan once per process; kernel types do not depend on the robot.
+
+    Only what the plan runs: its variant (method, goals), the collision-checked search if the solver has a
+    checker, the parallel batch kernel if asked.  Per-call overrides that change the variant compile theirs
+    on first use.
+    """
     q = np.ascontiguousarray(solver.chain.mid_configuration(), dtype=float)
-    T = np.ascontiguousarray(solver.chain.fk(q), dtype=float)
-    if 'solve' not in _WARM:
-        _WARM.add('solve')
-        plain = solver if solver.collision is None else IKSolver(solver.chain)
+    T = np.eye(4)   # any valid pose runs the same code (and the chain's own FK kernel need not compile here)
+    variant = solver._plan.variant
+    if ('solve', variant) not in _WARM:
+        _WARM.add(('solve', variant))
+        plain = solver if solver.collision is None else IKSolver(solver.chain, solver.options)
         plain.solve(T, q, max_attempts=1, timeout=10.0)   # float64 C arrays: the one type _solve_fast serves
-        _solve_fast.disable_compile()
-        IKSolver(solver.chain, collision=_FirstCollides()).solve(T, q, max_attempts=3, timeout=10.0)
-    if batch and 'batch' not in _WARM:
+    if solver.collision is not None and ('collision', variant) not in _WARM:
+        _WARM.add(('collision', variant))
+        IKSolver(solver.chain, solver.options, collision=_FirstCollides()).solve(T, q, max_attempts=3, timeout=10.0)
+    if batch and ('batch', variant) not in _WARM:
         solver.solve_batch(T[None], q[None], max_attempts=1, timeout=10.0)
-        _WARM.add('batch')
+        _WARM.add(('batch', variant))
 
 
 def wrap_near(q, reference, continuous):

@@ -1,11 +1,14 @@
-"""Compile every numba kernel once, on a tiny built-in chain.
+"""Compile the kernel variants a node uses once, on a tiny built-in chain.
 
-numba compiles on first call and caches the machine code on disk
-(``cache=True``).  Kernel types do not depend on the robot, so one pass over
-a three-joint chain makes the first real solve fast.  ``python -m
-ik_solver.core.warmup`` fills the on-disk cache (the set-up script runs it);
-in a running process, ``IKSolver(...)`` loads the single-solve kernels and
-``IKSolver.warm_up()`` the batch kernel too.
+numba compiles on first call and caches the machine code on disk, in the
+user cache folder keyed by source content (``kernel_cache``), so a source
+tree and its installed copy share it.  Kernel types do not depend on the
+robot, so one pass over a three-joint chain makes the first real solve of any
+robot fast: every step method, the nullspace goals and the batch kernel.
+``python -m ik_solver.core.warmup`` fills the cache ahead of time; without it,
+``IKSolver(...)`` compiles the variant its options use on construction (a
+notice on the ``ik_solver`` logger says so) and ``IKSolver.warm_up()`` the
+batch kernel too.
 """
 import numpy as np
 
