@@ -6,6 +6,7 @@ target near the joint limits, an unreachable one) and streams a circle at
 100 Hz, then prints what the simulator measured and writes a figure.
 """
 import argparse
+import collections
 import os
 import signal
 import sys
@@ -146,9 +147,12 @@ class Demo:
         expired = sum(s.reason == 'expired' for s in statuses)
         self.rows.append(('circle, streamed', solved == len(statuses) - expired, final[0] < 2e-3, final[0], final[1],
                           float(np.median([s.solve_time for s in statuses])), float('nan'), True))
-        print(f'  circle: {solved}/{len(statuses) - expired} targets solved' + (f' ({expired} expired on arrival)'
-              if expired else '') + f', distance from the path median {np.median(errors) * 1e3:.2f} mm, max '
-              f'{np.max(errors) * 1e3:.2f} mm', flush=True)
+        unsolved = collections.Counter(s.reason for s in statuses if not s.success and s.reason != 'expired')
+        notes = [f'{count} {reason}' for reason, count in unsolved.items()]
+        notes += [f'{expired} expired on arrival'] if expired else []
+        detail = f' ({", ".join(notes)})' if notes else ''
+        print(f'  circle: {solved}/{len(statuses) - expired} targets solved{detail}, distance from the path median '
+              f'{np.median(errors) * 1e3:.2f} mm, max {np.max(errors) * 1e3:.2f} mm', flush=True)
 
     def table(self):
         lines = ['', f"{'target':<28} {'solved':>6} {'reached':>8} {'pos err [mm]':>13} {'rot err [rad]':>14} "
