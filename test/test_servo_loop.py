@@ -18,7 +18,8 @@ pytest.importorskip('ik_solver_interfaces.msg', reason='ik_solver_interfaces is 
 
 from conftest import URDF_DIR  # noqa: E402, I100, I202
 from geometry_msgs.msg import TwistStamped  # noqa: E402
-from ik_solver.motion.servo import TwistCommand  # noqa: E402
+from ik_solver.motion.servo import Status, TwistCommand  # noqa: E402
+from ik_solver.ros.joint_states import StateError  # noqa: E402
 from ik_solver.ros.servo_node import ServoNode  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -69,11 +70,11 @@ def servo(request):
         yield node
 
 
-def feed_home(node, count=8, interval=0.02):
-    """Feed a run of joint states at HOME: the servo believes readings only after a consistent run."""
+def feed_home(node, count=8, interval=0.02, position=HOME):
+    """Feed a run of joint states at ``position``: the servo believes readings only after a consistent run."""
     names = [f'joint{i}' for i in range(1, 8)]
     for _ in range(count):
-        node.joint_states.on_message(JointState(name=names, position=HOME, velocity=[0.0] * 7))
+        node.joint_states.on_message(JointState(name=names, position=list(position), velocity=[0.0] * 7))
         time.sleep(interval)
 
 
@@ -196,6 +197,39 @@ def test_a_delayed_cycle_sends_one_command_for_now_not_a_burst(fast_servo):
         after = [t for t in times if t >= released - 1e-3][:5]
         gaps = np.diff([max(t for t in times if t < held)] + after)
         assert len(after) >= 3 and gaps.min() >= 0.5 * period, gaps
+
+
+def test_after_a_pause_one_reading_is_not_enough_to_move_from(fast_servo):
+    """A driver restarting publishes zeros: alone after a pause they halt the servo; a consistent run is believed.
+
+    The servo rested at HOME; its joint_states paused longer than the plausibility model's pause.  One
+    reading of zeros then arrives with a twist: the servo halts with the reason (the readings settle,
+    and they are not where its last commands left the arm) and nothing it sends leaves HOME.  Once the
+    zeros keep coming, consistently, past the time its last commands can explain, the servo believes
+    them, restarts from them, and its first command lies within one period at the velocity limit of them.
+    """
+    servo, period = fast_servo, 0.01
+    recorder = servo._publisher
+    feed_home(servo)
+    assert wait_for(lambda: servo._servo is not None and servo._servo.state is not None)
+    time.sleep(0.4)   # joint_states pause: longer than the model's (0.25 s)
+    zeros = np.zeros(7)
+    feed_home(servo, count=1, position=zeros)
+    before = recorder.count()
+    servo._command(TwistCommand(np.array([0.02, 0.0, 0.0, 0.0, 0.0, 0.0])))
+    time.sleep(0.1)
+    with recorder.lock:
+        sent = [np.array(m.data) for _, _, m in recorder.sent[before:]]
+    assert all(np.abs(q - HOME).max() < 1e-3 for q in sent), sent
+    with pytest.raises(StateError):   # settling after the pause, and not where the last commands left the arm
+        servo.joint_states.state(servo._model.chain.joint_names)
+    assert servo._last_status[0] in (Status.STALE_STATE, Status.INVALID)
+    feed_home(servo, count=80, position=zeros)   # 1.6 s of consistent zeros
+    before = recorder.count()
+    servo._command(TwistCommand(np.array([0.02, 0.0, 0.0, 0.0, 0.0, 0.0])))
+    assert wait_for(lambda: recorder.count() > before)
+    first = np.array(recorder.sent[before][2].data)
+    assert np.all(np.abs(first - zeros) <= servo._model.chain.velocity_limits * period), first
 
 
 def test_a_bad_xacro_argument_does_not_stop_the_servo():
