@@ -77,10 +77,15 @@ ELBOWS = {'ik7': ('link4', 'link1'), 'panda': ('panda_link4', 'panda_link1'), 'i
 
 
 def _side(chain, q, elbow, first, pole):
-    """Dot product of the elbow's and the pole's offsets from the line first joint -> tip."""
+    """Elbow's distance from the plane through the first joint's axis (z of its link) and the tip, signed by the pole's.
+
+    For these arms the shoulder lies on the first axis, so this is the plane
+    through the shoulder-tip line and the vertical: the swivel angle's zero.
+    """
     s, tip, e = (chain.fk(q, link)[:3, 3] for link in (first, None, elbow))
-    u = (tip - s) / np.linalg.norm(tip - s)
-    return float(((e - s) - ((e - s) @ u) * u) @ ((pole - s) - ((pole - s) @ u) * u))
+    n = np.cross(chain.fk(q, first)[:3, 2], tip - s)
+    n /= np.linalg.norm(n)
+    return float((e - s) @ n * np.sign((pole - s) @ n))
 
 
 @pytest.mark.parametrize('robot', ['ik7', 'panda', 'iiwa14'])
