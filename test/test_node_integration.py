@@ -357,24 +357,6 @@ def test_nan_and_zero_quaternion_targets_publish_nothing(session):
         assert status.reason == 'invalid_input'
 
 
-def test_workspace_box_refuses_targets_outside(session, ik7):
-    refused = session.set_parameter('workspace.min', [-1.0, -1.0, 0.2])
-    assert not refused.successful and 'set together' in refused.reason
-    T = ik7.fk(HOME + 0.1)
-    try:
-        result = session.set_parameters({'workspace.min': [-1.0, -1.0, T[2, 3] + 0.05],
-                                         'workspace.max': [1.0, 1.0, 2.0], 'timeout': 0.05})
-        assert result.successful, result.reason
-        status = _send_and_expect_nothing(session, T)
-        assert status.reason == 'outside_workspace' and 'workspace box' in status.message
-        assert session.set_parameters({'workspace.min': [0.0], 'workspace.max': [0.0]}).successful
-        t0 = session.observer.send_target(T)
-        status = _status_after(session, t0)
-        assert status.success, (status.reason, status.message)
-    finally:  # the box must not outlive this test (a rerun, and the later tests, assume no box)
-        assert session.set_parameters({'workspace.min': [0.0], 'workspace.max': [0.0], 'timeout': 0.005}).successful
-
-
 def test_joint_jump_is_refused(session, ik7):
     assert session.set_parameter('max_joint_jump', 0.05).successful
     try:
@@ -522,6 +504,23 @@ def test_a_second_node_with_the_same_name_is_warned_about(session):
     twin = session.add(start('ros.ik_node'))
     assert poll(lambda: 'another node is named /ik_solver' in twin.output(), 90.0), twin.output()[-2000:]
     twin.stop()
+
+
+def test_the_workspace_box_refuses_targets_outside_and_only_shrinks(session, ik7):
+    """Set one corner at a time, as ros2 param set does; once set, the box may shrink, never be lifted.
+
+    The box outlives this test (nothing may lift it), so it runs last but for the node's shutdown.
+    """
+    T = ik7.fk(HOME + 0.1)
+    assert session.set_parameter('workspace.min', [-1.0, -1.0, T[2, 3] + 0.05]).successful
+    status = _send_and_expect_nothing(session, T)
+    assert status.reason == 'outside_workspace' and 'workspace box' in status.message
+    assert session.set_parameter('workspace.max', [1.0, 1.0, 2.0]).successful
+    lifted = session.set_parameters({'workspace.min': [0.0], 'workspace.max': [0.0]})
+    assert not lifted.successful and 'may only shrink at run time' in lifted.reason
+    widened = session.set_parameter('workspace.min', [-1.0, -1.0, 0.0])
+    assert not widened.successful and 'may only shrink at run time' in widened.reason
+    assert _send_and_expect_nothing(session, T).reason == 'outside_workspace'
 
 
 def test_sigterm_during_a_flood_ends_the_node_without_errors(session):

@@ -151,12 +151,14 @@ def test_robot_link_targets_resolve_at_their_stamp(make_node, ik7):
     expected = ik7.fk(q_then) @ make_pose([0.0, 0.0, 0.1])
     for T in resolved:  # the same target, resolved again later, stays where it was
         np.testing.assert_allclose(T, expected, atol=1e-12)
-    msg.header.stamp = TimeMsg()  # zero stamp: resolved anew each time, a repeated target would walk
+    msg.header.stamp = TimeMsg()  # zero stamp: the newest joints, fine for an answer that moves nothing
+    np.testing.assert_allclose(node._resolve(node._robot, msg), ik7.fk(q_now) @ make_pose([0.0, 0.0, 0.1]),
+                               atol=1e-12)
     with pytest.raises(SolveError, match="'tool0', which the arm moves, needs a header.stamp") as refused:
-        node._resolve(node._robot, msg)
+        node._resolve(node._robot, msg, moves=True)   # a move: resolved anew each time, a repeat would walk
     assert refused.value.reason == 'invalid_input'
     msg.header.frame_id = 'base_link'   # a frame the arm does not move: a zero stamp is fine
-    np.testing.assert_allclose(node._resolve(node._robot, msg), make_pose([0.0, 0.0, 0.1]), atol=1e-12)
+    np.testing.assert_allclose(node._resolve(node._robot, msg, moves=True), make_pose([0.0, 0.0, 0.1]), atol=1e-12)
 
 
 class _Buffer:

@@ -372,7 +372,7 @@ class IKSolverNode(Node):
         method = overrides.get('method', context.solver.options.method)
         try:
             start = self._start_state(context)
-            T = self._resolve(context, target_msg)
+            T = self._resolve(context, target_msg, moves=True)
             self._check_target(context, T)
             result = context.solver.solve(T, start.position, **overrides)  # ValueError: e.g. all-zero weights
         except (StateError, FrameError, SolveError) as exc:
@@ -421,14 +421,14 @@ class IKSolverNode(Node):
             return replace(measured, time=now)
         return replace(reference, position=np.clip(reference.position, limits.lower, limits.upper))
 
-    def _resolve(self, context, msg):
+    def _resolve(self, context, msg, moves=False):
         """Return the target ``msg`` (PoseStamped) in the base link; SolveError for a frame that moves, unstamped.
 
-        A target in a link the arm moves, stamped zero, would be resolved anew from the newest joint state each
-        time: the same tool-relative target sent twice would walk.
+        A target that ``moves`` the arm in a link the arm moves, stamped zero, would be resolved anew from the
+        newest joint state each time: the same tool-relative target sent twice would walk.
         """
         frame = msg.header.frame_id
-        if Time.from_msg(msg.header.stamp).nanoseconds == 0 and context.model.frames.has_link(frame) \
+        if moves and Time.from_msg(msg.header.stamp).nanoseconds == 0 and context.model.frames.has_link(frame) \
                 and set(context.model.frames.joints_between(frame)) & set(context.model.chain.joint_names):
             raise SolveError('invalid_input', f"a target in '{frame}', which the arm moves, needs a header.stamp: "
                                               'it is resolved where that link was at its stamp')
@@ -584,7 +584,7 @@ class IKSolverNode(Node):
         if len(request.waypoints) > MAX_WAYPOINTS:
             raise ValueError(f'{len(request.waypoints)} waypoints, more than the {MAX_WAYPOINTS} a path may have')
         context = self._variant(context, self._collision_choice(context, request))
-        waypoints = [self._resolve(context, msg) for msg in request.waypoints]
+        waypoints = [self._resolve(context, msg, moves=request.execute) for msg in request.waypoints]
         for T in waypoints:
             self._check_target(context, T)
         if not np.isfinite(request.max_step) or request.max_step < 0.0:
