@@ -69,3 +69,17 @@ def test_no_pole_no_side_flag(ik7):
     rng = np.random.default_rng(4)
     batch = IKSolver(ik7).solve_batch(TARGET, ik7.random_configuration(rng, 3))
     assert batch.success.all() and not batch.pole_side_missed.any()
+
+
+def test_pole_in_the_reference_plane_picks_the_half_toward_it(ik7):
+    # A pole straight above the arm has no left or right: the elbow bends toward it, above the shoulder-tip line.
+    pole = np.array([0.3, 0.0, 1.5])
+    solver = IKSolver(ik7, nullspace=NullspaceGoals(pole=1.0, pole_link='link4', pole_target=pole), timeout=0.05)
+    rng = np.random.default_rng(2)
+    for seed in ik7.random_configuration(rng, 20):
+        r = solver.solve(TARGET, seed)
+        assert r.success and r.message == ''
+        shoulder, tip, elbow = (ik7.fk(r.joints, link)[:3, 3] for link in ('link1', None, 'link4'))
+        u = (tip - shoulder) / np.linalg.norm(tip - shoulder)
+        e, p = elbow - shoulder, pole - shoulder
+        assert (e - (e @ u) * u) @ (p - (p @ u) * u) > 0.0
