@@ -106,9 +106,10 @@ class TrajectoryController:
     after it arrived, as the controller's ``update`` takes it:
 
     - the state before it is the previous update's output (position, velocity,
-      acceleration) with ``open_loop`` (``open_loop_control`` /
-      ``interpolate_from_desired_state``), else the measured state (position,
-      velocity), placed at this update's time;
+      acceleration), placed at that update's time, with ``open_loop``
+      (``open_loop_control``: joint_trajectory_controller 4.21 and later, the
+      Jazzy and Kilted releases), else the measured state (position, velocity),
+      placed at this update's time;
     - it is sampled at this update's time against its ``header.stamp`` (zero:
       this update): before its first point, the segment runs from the state
       before it to that point; later, the segment under way between two of its
@@ -138,6 +139,7 @@ class TrajectoryController:
         #: (first time, positions, velocities, accelerations, position and velocity steps / dt, rows to check)
         self._block = None
         self.reference = (np.array(q0, float), np.zeros(len(q0)), np.zeros(len(q0)))
+        self._updated = None  # the time of the previous update: the time of ``reference``
 
     def warm_up(self):
         """Compile (or load from the cache) the spline kernels now, before the physics runs.
@@ -175,9 +177,10 @@ class TrajectoryController:
         if arrived:
             trajectory, start, label, _ = arrived[-1]   # the newest of those arrived preempts the others
             start = now if start is None else start
-            joined = self._aligned(trajectory, now, start, self._state_before(measured))
+            joined = self._aligned(trajectory, now, start, *self._state_before(now, measured))
             reports += self._report()
             self._active, self._block = joined + (label, start), None
+        self._updated = now
         if self._active is None or now < self._active[1]:
             if self.reference[1].any() or self.reference[2].any():  # hold still
                 q = self.reference[0]
@@ -196,21 +199,26 @@ class TrajectoryController:
             self._active = None
         return q, v, a, reports
 
-    def _state_before(self, measured):
-        """Return the state (q, v, a) a new trajectory starts from: the last output, or the measured state."""
-        if self.open_loop or measured is None:
-            return self.reference
-        q, v = measured
-        return np.array(q, float), np.array(v, float), np.zeros(len(q))
+    def _state_before(self, now, measured):
+        """Return the state (q, v, a) a new trajectory starts from and its time.
 
-    def _aligned(self, trajectory, now, start, state):
-        """(sampler, start time) of ``trajectory`` whose time 0 is ``start``, joined at ``now`` from ``state``."""
+        Open loop: the last output at the previous update's time (the controller's
+        ``last_commanded_time_``), so the spline to the first point continues the
+        motion under way; closed loop: the measured state, now.
+        """
+        if self.open_loop or measured is None:
+            return self.reference, now if self._updated is None else min(self._updated, now)
+        q, v = measured
+        return (np.array(q, float), np.array(v, float), np.zeros(len(q))), now
+
+    def _aligned(self, trajectory, now, start, state, at):
+        """(sampler, its time 0) of ``trajectory`` stamped ``start``, joined at ``now`` from ``state`` at ``at``."""
         t = trajectory
         past = int(np.searchsorted(start + t.times, now, side='right'))  # points at or before now
-        if past == 0:  # from the reference now to the first point, at its stamped time
+        if past == 0:  # from the state before, at its time, to the first point at its stamped time
             q, v, a = state
-            ahead = jtc.Trajectory(t.times + (start - now), t.positions, t.velocities, t.accelerations)
-            return jtc.SplineSampler(q, v, ahead, a0=a), now
+            ahead = jtc.Trajectory(t.times + (start - at), t.positions, t.velocities, t.accelerations)
+            return jtc.SplineSampler(q, v, ahead, a0=a), at
         k = past - 1
         if past == len(t.times):  # all played out: hold the last point, as the controller does
             t = jtc.Trajectory(t.times[k:] + 1e-9, t.positions[k:], _zeros_like(t.velocities, k),
