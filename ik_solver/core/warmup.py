@@ -26,8 +26,19 @@ _URDF = """<robot name="warmup"><link name="a"/><link name="b"/><link name="c"/>
 <limit velocity="1" effort="1"/></joint></robot>"""
 
 
+class _NoContact:
+    """A collision checker that finds no contact: it makes a solver compile its collision-checked search."""
+
+    def check(self, q):
+        return None
+
+
 def warm_up():
-    """Run FK, Jacobians, every method and every nullspace goal once."""
+    """Run FK, Jacobians, every method with and without nullspace goals and a collision checker, and the batch.
+
+    That is every kernel variant a node can ask for at run time (a parameter change, a collision
+    scene): compiled here, none compiles while the node answers requests.
+    """
     chain = load_chain(_URDF, 'a', 'd')
     q = chain.mid_configuration()
     chain.fk_batch(q[None, :])
@@ -36,9 +47,11 @@ def warm_up():
     goals = NullspaceGoals(posture=1.0, limits=1.0, manipulability=1.0, pole=1.0, pole_link='c',
                            pole_target=np.zeros(3), iterations=1)
     for method in METHOD_NAMES:
-        IKSolver(chain, method=method, max_attempts=2).solve(target, q)
+        for nullspace in (NullspaceGoals(), goals):
+            for collision in (None, _NoContact()):
+                IKSolver(chain, method=method, nullspace=nullspace, collision=collision, max_attempts=2,
+                         weights=(1.0, 1.0, 1.0, 0.0, 0.0, 0.0) if nullspace is goals else (1.0,) * 6).solve(target, q)
     IKSolver(chain).warm_up()
-    IKSolver(chain, nullspace=goals, weights=(1, 1, 1, 0, 0, 0)).solve(target, q)
     far = target.copy()
     far[0, 3] = 10.0
     IKSolver(chain).solve(far, q)
