@@ -126,15 +126,28 @@ def test_a_persistent_lie_alone_is_believed_only_after_the_settle_time():
     assert results[10].believed   # 11 readings spanning 0.1 s
 
 
-def test_the_expectation_of_the_last_command_is_never_waived():
+def test_the_last_command_is_overruled_only_by_a_settled_run_and_for_that_command_only():
+    """Off the command: refused; a settled run of such readings (something else moved the arm) is believed.
+
+    It overrules that command only: the next one counts again, and an expectation without origin always.
+    """
     model = _model()
     t0 = _settled(model, HOME)
-    expected = Expectation(HOME - 0.01, HOME + 0.01)
+    expected = Expectation(HOME - 0.01, HOME + 0.01, origin=1.0)
     assert model.update(_reading(HOME + 0.1, t0 + 0.01, np.zeros(3)), t0 + 0.01, expected).believed
     off = HOME + [0.0, 0.0, 0.12]
-    for k in range(2, 100):
-        result = model.update(_reading(off, t0 + 0.01 * k, np.zeros(3)), t0 + 0.01 * k, expected)
-        assert result.verdict == Verdict.OFF_COMMAND and 'outside where the last command' in result.message
+    results = [model.update(_reading(off, t0 + 0.01 * k, np.zeros(3)), t0 + 0.01 * k, expected) for k in range(2, 14)]
+    assert [r.verdict for r in results[:10]] == [Verdict.OFF_COMMAND] * 10
+    assert 'outside where the last command' in results[0].message and results[10].believed
+    assert model.update(_reading(off, t0 + 0.14, np.zeros(3)), t0 + 0.14, expected).believed   # waived
+    after = Expectation(HOME - 0.01, HOME + 0.01, origin=2.0)   # a new command: it counts again
+    assert model.update(_reading(off, t0 + 0.15, np.zeros(3)), t0 + 0.15, after).verdict == Verdict.OFF_COMMAND
+    unnamed = Expectation(HOME - 0.01, HOME + 0.01)   # no origin: never waived
+    model = _model()
+    t0 = _settled(model, HOME)
+    for k in range(1, 40):
+        result = model.update(_reading(off, t0 + 0.01 * k, np.zeros(3)), t0 + 0.01 * k, unnamed)
+        assert result.verdict == Verdict.OFF_COMMAND
 
 
 @pytest.mark.parametrize('reading,verdict,text', [

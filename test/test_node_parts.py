@@ -167,10 +167,20 @@ def test_the_command_envelope_stops_growing_after_a_pause(node):
     tracker = _tracker(node, history)
     start = MotionState.at_rest(HOME)
     history.sent(start, plan_move(start, HOME + 0.2, LIMITS), time.monotonic() - 12.0)
-    _settle(tracker, node, NAMES, HOME + 0.2 + [0.45, 0.0, 0.0])   # 10 s at rest, 0.45 rad from the end
+    for ago in (0.02, 0.01, 0.0):   # 10 s at rest, 0.45 rad from the end: fewer than a settled run
+        _feed(tracker, node, NAMES, HOME + 0.2 + [0.45, 0.0, 0.0], ago=ago)
     with pytest.raises(StateError, match='outside where the last command can have taken it') as error:
         _state(tracker)
     assert error.value.reason == 'inconsistent_state'
+
+
+def test_a_settled_run_off_the_command_is_believed_the_arm_was_moved_by_another_client(node):
+    history = CommandHistory()
+    tracker = _tracker(node, history)
+    start = MotionState.at_rest(HOME)
+    history.sent(start, plan_move(start, HOME + 0.2, LIMITS), time.monotonic() - 12.0)
+    _settle(tracker, node, NAMES, HOME + 0.2 + [0.45, 0.0, 0.0])   # 0.15 s of consistent readings
+    np.testing.assert_allclose(_state(tracker).position, HOME + 0.2 + [0.45, 0.0, 0.0])
 
 
 def test_future_stamped_readings_are_refused(node):

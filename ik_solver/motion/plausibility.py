@@ -15,14 +15,16 @@ first command.  ``StatePlausibility`` believes a reading only when it agrees
   the elapsed time, an elapsed time counted up to ``pause`` at most, so the
   bound does not grow over a pause;
 - with the last command, when the caller gives an ``Expectation`` (where the
-  commands sent can have put the arm), within ``tolerance``.
+  commands sent can have put the arm), within ``tolerance``; a run of
+  consistent readings outside it (another client moved the arm) overrules it
+  for the rest of that command.
 
 After a pause longer than ``pause`` (and before the first reading) no reading
 is believed on its own: a run of at least ``settle_count`` mutually consistent
 readings spanning ``settle_time`` is needed first.  A reading that breaks the
 continuity bound starts such a run too, so a lie that persists alone (the true
 driver silent) is believed only after ``settle_time``, and one interleaved with
-the truth never.  The expectation is never waived.
+the truth never.
 
 Like Ruckig, the input, the settings and the result are named types and the
 verdict is an enum: ``update`` judges one reading, ``assess`` answers "may a
@@ -185,11 +187,14 @@ class Reading:
 class Expectation:
     """Where the commands sent can have put the arm at a reading's instant: [lower, upper] per joint [rad or m].
 
-    The model adds its ``tolerance`` (tracking error) to these bounds.
+    The model adds its ``tolerance`` (tracking error) to these bounds.  ``origin`` names the command (e.g. its
+    start instant): a run of consistent readings outside it (the arm moved by something else) waives it for
+    the rest of that command; None: never waived.
     """
 
     lower: np.ndarray
     upper: np.ndarray
+    origin: float = None
 
 
 @dataclass(frozen=True)
@@ -254,6 +259,7 @@ class StatePlausibility:
         """Forget every reading: the next ones must settle as after a pause."""
         self._believed = None          # _Record
         self._run = []                 # [_Record] after a pause or a jump, oldest first
+        self._waived = None            # origin of the Expectation a settled run overruled
         self._newest = Assessment(Verdict.NO_READING, 'no joint state received yet')
         self._newest_received = -np.inf
 
@@ -302,15 +308,18 @@ class StatePlausibility:
         if b is not None and record.stamp < b.stamp:
             return Assessment(Verdict.OUT_OF_ORDER, f'joint_states stamped {b.stamp - record.stamp:.3f} s before '
                                                     'the last believed reading')
-        refusal = self._within_limits(record) or self._expected(record, expected)
+        refusal = self._within_limits(record)
         if refusal is not None:
             return refusal
-        if b is not None and record.stamp - b.stamp <= s.pause:
+        off = self._expected(record, expected)
+        if off is not None and expected.origin is None:
+            return off
+        if off is None and b is not None and record.stamp - b.stamp <= s.pause:
             jump = self._jump(b, record)
             if jump is None:
                 return self._believe(record)
-            return self._settle(record, jump)
-        return self._settle(record, None)
+            return self._settle(record, Assessment(Verdict.JUMPED, jump))
+        return self._settle(record, off, expected if off is not None else None)
 
     def _record(self, reading):
         """Return the reading in chain order as a _Record, or the Assessment refusing it."""
@@ -371,7 +380,7 @@ class StatePlausibility:
         return None
 
     def _expected(self, record, expected):
-        if expected is None:
+        if expected is None or (expected.origin is not None and expected.origin == self._waived):
             return None
         s = self._settings
         low, high = np.asarray(expected.lower) - s.tolerance, np.asarray(expected.upper) + s.tolerance
@@ -396,8 +405,13 @@ class StatePlausibility:
         return (f'joint_states jumped {s.names[i]} by {moved[i]:.3f} in {elapsed:.3f} s, more than its velocity '
                 f'and acceleration limits allow ({allowed[i]:.3f} with state_tolerance {s.tolerance:g})')
 
-    def _settle(self, record, jump):
-        """Add ``record`` to the run of consistent readings; believe it once the run is long enough."""
+    def _settle(self, record, refusal, waived=None):
+        """Add ``record`` to the run of consistent readings; believe it once the run is long enough.
+
+        ``refusal``: why the reading is not believed on its own (None: a pause); ``waived``: the Expectation it
+        lies outside of, which a long enough run waives for the rest of that command (something else moved the
+        arm, e.g. another client of the controller).
+        """
         s = self._settings
         if self._run:
             last = self._run[-1]
@@ -405,13 +419,15 @@ class StatePlausibility:
             broken = self._jump(last, record) if in_time else None
             if broken is not None or not in_time:
                 self._run = []
-                jump = jump or broken
+                refusal = refusal or (Assessment(Verdict.JUMPED, broken) if broken is not None else None)
         self._run.append(record)
         span = record.stamp - self._run[0].stamp
         if len(self._run) >= s.settle_count and span >= s.settle_time - STAMP_RESOLUTION:
+            if waived is not None:
+                self._waived = waived.origin
             return self._believe(record)
-        if jump is not None:
-            return Assessment(Verdict.JUMPED, jump)
+        if refusal is not None:
+            return refusal
         return Assessment(Verdict.SETTLING, f'joint_states resumed: {len(self._run)} consistent readings over '
                                             f'{span:.3f} s, {s.settle_count} over {s.settle_time:g} s needed before '
                                             'the arm moves')

@@ -205,7 +205,7 @@ class CommandHistory:
         low = np.minimum(start.position, path.positions.min(axis=0))
         high = np.maximum(start.position, path.positions.max(axis=0))
         drift = np.asarray(velocity_limits) * min(max(0.0, at - t0 - sampler.end_time), pause)
-        return Expectation(low - drift, high + drift)
+        return Expectation(low - drift, high + drift, origin=t0)
 
 
 def _agrees(sampler, t, state, tolerance):
