@@ -3,6 +3,7 @@ import pathlib
 
 from conftest import example_robot, MIXED_URDF
 from ik_solver.collision import CollisionError, CollisionModel, make_obstacle
+from ik_solver.collision.geometry import MAX_MESH_BYTES
 from ik_solver.core.chain import load_chain
 import numpy as np
 import pytest
@@ -152,6 +153,16 @@ def test_mesh_found_through_package_dirs(tmp_path, panda_files):
     assert model.geometry_links == ['base', 'arm', 'hand'] and not model.notes
     # The capsule (radius 0.05, straight part 0.2) of 'arm' starts 0.1 above base: base and hand are 0.5 apart.
     assert model.pair_count == (1, 0)
+
+
+def test_an_oversized_mesh_is_refused_before_it_is_read(tmp_path):
+    mesh = tmp_path / 'no_such_package' / 'meshes' / 'arm.stl'
+    mesh.parent.mkdir(parents=True)
+    with open(mesh, 'wb') as f:  # sparse: no disk space, and reading it would take long and fail
+        f.truncate(MAX_MESH_BYTES + 1)
+    with pytest.raises(CollisionError, match='MiB') as info:
+        CollisionModel(MESH_URDF, 'base', 'hand', package_dirs=[str(tmp_path)])
+    assert "'arm'" in str(info.value)
 
 
 @pytest.mark.parametrize('element, words', [

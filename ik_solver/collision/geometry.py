@@ -26,6 +26,10 @@ LOGGER = logging.getLogger('ik_solver.collision')
 #: URDF geometry element -> its attributes, in the order Coal's constructor takes them.
 PRIMITIVES = {'box': ('size',), 'sphere': ('radius',), 'cylinder': ('radius', 'length'),
               'capsule': ('radius', 'length')}
+#: Largest mesh file loaded [bytes].  Collision meshes of real robots are a few MB (the largest shipped by
+#: example-robot-data, visual meshes included, is 29 MB); a larger file is refused before it is read, since
+#: loading and checking against millions of triangles would hold the node for minutes.
+MAX_MESH_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -175,6 +179,11 @@ class MeshCache:
 
     def _load(self, path, scale, link):
         import coal
+        size = os.path.getsize(path)
+        if size > MAX_MESH_BYTES:
+            raise CollisionError(f"collision mesh {path} of link '{link}' has {size / 2 ** 20:.0f} MiB, more than "
+                                 f'the {MAX_MESH_BYTES // 2 ** 20} MiB a collision mesh may have: use a simplified '
+                                 'collision mesh')
         try:
             mesh = coal.MeshLoader().load(path, np.asarray(scale, dtype=float))
         except ValueError as exc:
