@@ -224,7 +224,15 @@ def test_after_a_pause_one_reading_is_not_enough_to_move_from(fast_servo):
     with pytest.raises(StateError):   # settling after the pause, and not where the last commands left the arm
         servo.joint_states.state(servo._model.chain.joint_names)
     assert servo._last_status[0] in (Status.STALE_STATE, Status.INVALID)
-    feed_home(servo, count=80, position=zeros)   # 1.6 s of consistent zeros
+    # Consistent zeros until they are believed: past the servo's last commands (its halt included) and a run.
+    deadline = time.monotonic() + 10.0
+    while True:
+        feed_home(servo, count=5, position=zeros)
+        try:
+            servo.joint_states.state(servo._model.chain.joint_names)
+            break
+        except StateError:
+            assert time.monotonic() < deadline, 'a consistent run of readings was never believed'
     before = recorder.count()
     servo._command(TwistCommand(np.array([0.02, 0.0, 0.0, 0.0, 0.0, 0.0])))
     assert wait_for(lambda: recorder.count() > before)

@@ -369,7 +369,13 @@ class ServoNode(Node):
             return
         measured, error = self._measured(model, now)
         problem = _describe(error)
-        usable = measured if servo.state is None or not servo.idle or self._moved_away(measured, now) else None
+        if servo.idle and self._away(measured) and not self._steady(now):
+            # Believed, yet not where the idle servo's state is: a command from that state could step the arm
+            # by the difference; wait until the readings are steady, then restart from them.
+            return self._publish_status(Status.STALE_STATE, 'waiting for joint_states: the arm is away from the '
+                                        'last command; restarting from it once its readings are steady',
+                                        np.nan, 0.0, now)
+        usable = measured if servo.state is None or not servo.idle or self._away(measured) else None
         output = servo.step(now, usable, problem)
         code = Status.INVALID if error is not None and error.verdict in CONTRADICTIONS else None
         if output is None:
@@ -403,16 +409,18 @@ class ServoNode(Node):
             self._believed.popleft()
         return state, None
 
-    def _moved_away(self, measured, now):
-        """Tell whether an idle servo may restart from ``measured``: away from its state, steadily.
-
-        Beyond STATE_TOLERANCE from the servo's own state, and the believed states
-        of its cycles over the last STEADY_TIME agree: a lie interleaved with the
-        true readings, believed now and then, makes them alternate.
-        """
+    def _away(self, measured):
+        """Tell whether believed ``measured`` lies beyond STATE_TOLERANCE of the servo's own state."""
         state = self._servo.state
-        if measured is None or state is None or np.abs(measured.position - state.position).max() <= STATE_TOLERANCE:
-            return False
+        return not (measured is None or state is None
+                    or np.abs(measured.position - state.position).max() <= STATE_TOLERANCE)
+
+    def _steady(self, now):
+        """Tell whether the believed states of the cycles over the last STEADY_TIME agree.
+
+        A lie interleaved with the true readings, believed now and then, makes them alternate: an idle servo
+        restarts from a measured state only once they agree.
+        """
         if len(self._believed) < 2 or now - self._believed[0][0] < 0.5 * STEADY_TIME:
             return False
         positions = np.array([q for _, q in self._believed])
