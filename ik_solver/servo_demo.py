@@ -1,4 +1,4 @@
-"""``python -m ik_solver.servo_demo``: the servo demo under the name issue 11 gives it (it lives in tools/)."""
+"""``python -m ik_solver.servo_demo``: the servo demo by its short name (it lives in tools/)."""
 from .tools.servo_demo import main
 
 if __name__ == '__main__':

@@ -1,4 +1,4 @@
-"""Collision avoidance witnessed by the physics (issue 12, part 3): ik_solver_node drives the MuJoCo arm over DDS.
+"""Collision avoidance witnessed by the physics: ik_solver_node drives the MuJoCo arm over DDS.
 
 The node and the simulator load the same world (config/ik7_scene.yaml: a table and a box on it).  The targets
 are the tips of random ik7 configurations above the table that the collision model in this process (padding 0,

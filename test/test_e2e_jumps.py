@@ -1,4 +1,4 @@
-"""No flips are executed (issue 8, part 2): a 0.1 m line streamed as 100 targets with every method.
+"""No flips are executed: a 0.1 m line streamed as 100 targets with every method.
 
 The reproductions, in-process with the solver the node runs: from ``FLIPS['ik7']`` dls in mode 'first'
 without a jump threshold jumps joints by 3.7 rad at step 52 of the line; from ``FLIPS['panda']`` (the

@@ -1,4 +1,4 @@
-"""Two arms in one graph (issue 9, item 2): namespaces left and right, each an ik_solver_node and a simulator.
+"""Two arms in one graph: namespaces left and right, each an ik_solver_node and a simulator.
 
 Every default topic is relative, so a namespace separates the arms completely: a target sent to
 one node moves its own arm and leaves the other where it was.

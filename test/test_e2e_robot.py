@@ -1,4 +1,4 @@
-"""Robot-grade behaviour end to end: ik_solver_node drives the MuJoCo arm over DDS (issue 8, part 6).
+"""Robot-grade behaviour end to end: ik_solver_node drives the MuJoCo arm over DDS.
 
 The node starts first and gets a target before the simulator runs: it waits (target_timeout)
 and executes it once joint states arrive.  The simulator's own measurements are the witness:

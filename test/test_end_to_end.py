@@ -118,7 +118,7 @@ def test_streamed_path_is_tracked_with_bounded_error(arm):
     assert np.max(run['distances']) < TRACKING_BOUND + allowance, (np.max(run['distances']), gap)
 
 
-@pytest.mark.xfail(strict=False, reason='load-sensitive (issue 8): re-targets continue the moving command for '
+@pytest.mark.xfail(strict=False, reason='load-sensitive: re-targets continue the moving command for '
                    'command_lead_time and are seamless when the controller takes them within it (test_next_move); '
                    "under load the Python simulator's executor takes some tens of ms late, past it, and the "
                    'physics measures the step (seen up to ~40 rad/s^2 on the 2-core machine)')

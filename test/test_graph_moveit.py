@@ -16,7 +16,7 @@ from ik_solver.ros import moveit_ik  # noqa: E402, I100
 from ik_solver_interfaces.srv import SolveIK  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-#: The numbers issue 9 and moveit_msgs/msg/MoveItErrorCodes give.
+#: The numbers moveit_msgs/msg/MoveItErrorCodes gives.
 MOVEIT_CODES = {'SUCCESS': 1, 'NO_IK_SOLUTION': -31, 'TIMED_OUT': -6, 'FRAME_TRANSFORM_FAILURE': -21,
                 'INVALID_LINK_NAME': -18, 'INVALID_GROUP_NAME': -15, 'INVALID_ROBOT_STATE': -17,
                 'INVALID_GOAL_CONSTRAINTS': -16, 'GOAL_IN_COLLISION': -12, 'GOAL_STATE_INVALID': -27,

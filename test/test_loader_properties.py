@@ -1,4 +1,4 @@
-"""Property-based tests of the loader (issue 7): any model text loads or is refused quickly, never hangs.
+"""Property-based tests of the loader: any model text loads or is refused quickly, never hangs.
 
 The models are random mutations of one valid URDF that has every joint kind (revolute, continuous,
 prismatic, fixed, mimic, a side branch): attributes set to NaN, inf, huge, empty or garbage values or to
@@ -103,7 +103,7 @@ def _hang(signum, frame):
 def load_timed(text):
     """(chain or None, CPU seconds, wall seconds); any exception other than ModelError fails the test.
 
-    An alarm turns a hang (the cyclic walk of issue 7) into a failure instead of a stuck test run.
+    An alarm turns a hang (a cyclic walk) into a failure instead of a stuck test run.
     """
     previous = signal.signal(signal.SIGALRM, _hang)
     signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)

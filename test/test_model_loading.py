@@ -1,6 +1,6 @@
 """URDF/xacro loading: robots as they ship, each bad model's specific error, xacro arguments, argument checks.
 
-The regression tests of issue 7 (items 1, 2 and the model part of 9) reproduce the attack texts verbatim.
+The regression tests reproduce the texts of an attack campaign verbatim.
 """
 import multiprocessing
 import time
@@ -144,7 +144,7 @@ def test_unknown_link_in_fk_names_chain_links(ik7):
         ik7.fk(np.zeros(7), 'nope')
 
 
-# --- issue 7.1: a model that is not a tree is refused at once, never walked forever -------------------------
+# --- a model that is not a tree is refused at once, never walked forever -------------------------
 
 ISSUE_7_CYCLE = ('<robot name="r"><link name="base"/><link name="a"/><link name="b"/><joint name="j1" type="fixed">'
                  '<parent link="a"/><child link="b"/></joint><joint name="j2" type="fixed"><parent link="b"/>'
@@ -160,7 +160,7 @@ def _load_in_child(queue, source, base, tip):
         queue.put((type(exc).__name__, str(exc), time.process_time() - start))
 
 
-def test_issue_7_cyclic_urdf_is_refused_within_a_second():
+def test_cyclic_urdf_is_refused_within_a_second():
     # In a child process, so that a regression fails this test instead of hanging the suite and eating memory.
     ctx = multiprocessing.get_context('fork')
     queue = ctx.Queue()
@@ -169,7 +169,7 @@ def test_issue_7_cyclic_urdf_is_refused_within_a_second():
     child.join(30)   # wall clock only as a hang guard
     if child.is_alive():
         child.kill()
-        pytest.fail('load_chain hangs on the cyclic URDF of issue 7')
+        pytest.fail('load_chain hangs on a cyclic URDF')
     kind, message, elapsed = queue.get(timeout=5)
     assert kind == 'TreeError'
     assert "'j1'" in message and "'j2'" in message and 'cycle' in message
@@ -216,7 +216,7 @@ def load_chain_from(robot):
     return chain_from_robot(robot, 'a', 'c')
 
 
-# --- issue 7.2: every number the model gives is checked, and the element is named ----------------------------
+# --- every number the model gives is checked, and the element is named ----------------------------
 
 def _revolute(limit='lower="-1" upper="1" velocity="1" effort="1"', origin='', axis='0 0 1', extra=''):
     return _robot(f'<joint name="j1" type="revolute"><parent link="a"/><child link="b"/>{origin}'
@@ -288,7 +288,7 @@ def test_oversized_description_is_refused():
         load_robot_description('<robot name="r">' + ' ' * (17 * 2 ** 20) + '</robot>')
 
 
-# --- issue 7.9 (chain part): bad joint positions give a ValueError naming the real cause ---------------------
+# --- bad joint positions give a ValueError naming the real cause ---------------------
 
 @pytest.mark.parametrize('q,match', [
     (None, r'q is missing \(None\)'),
@@ -329,7 +329,7 @@ def test_good_inputs_of_any_numeric_type_agree(ik7):
     np.testing.assert_array_equal(ik7.fk([0] * 7), ik7.fk(np.zeros(7)))  # integers are numbers
 
 
-# --- issue 9.9: xacro arguments ------------------------------------------------------------------------------
+# --- xacro arguments ------------------------------------------------------------------------------
 
 PREFIXED_XACRO = """<?xml version="1.0"?>
 <robot name="p" xmlns:xacro="http://www.ros.org/wiki/xacro">

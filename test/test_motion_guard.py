@@ -29,7 +29,7 @@ def path_of(times, positions, velocities=None, accelerations=None):
 
 
 def test_a_rest_to_rest_plan_from_a_moving_controller_leaves_the_limit(limits):
-    """Issue 7 item 4: the old fallback planned from rest while the controller moved at half speed."""
+    """Regression: the old fallback planned from rest while the controller moved at half speed."""
     q0 = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
     q0[3] = limits.upper[3] - 0.001
     goal = q0.copy()
@@ -44,8 +44,8 @@ def test_a_rest_to_rest_plan_from_a_moving_controller_leaves_the_limit(limits):
     assert np.all(rest_to_rest.positions <= limits.upper)
 
 
-def test_issue7_random_moves_none_leaves_the_limits(limits):
-    """Issue 7 item 4 regression: 600 random moves from moving states, many near a limit.
+def test_random_moves_from_moving_states_none_leaves_the_limits(limits):
+    """Regression: 600 random moves from moving states, many near a limit.
 
     Over 3 000 such moves the old planner left the limits in 291 (same sampling, measured once against
     the old code); now each is either refused because braking cannot stop in time, or passes the guard.

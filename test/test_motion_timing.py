@@ -99,8 +99,8 @@ def test_points_are_capped_by_coarsening_the_grid():
     assert check_trajectory(start, path, limits, tolerance=1e-4) == []
 
 
-def test_issue7_joint4_below_its_limit_at_half_speed():
-    """Issue 7 item 4: joint4 0.001 rad below its soft upper limit at half its velocity limit."""
+def test_joint4_below_its_limit_at_half_speed():
+    """Regression: joint4 0.001 rad below its soft upper limit at half its velocity limit."""
     limits = load_joint_limits_ik7()
     q0 = np.array([0.0, 0.5, 0.0, 0.0, 0.0, 0.9, 0.0])
     q0[3] = limits.upper[3] - 0.001

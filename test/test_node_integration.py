@@ -477,7 +477,7 @@ def test_plan_path_through_the_reach_limit_stops_short_and_executes_nothing(sess
 
 
 def test_flood_from_two_publishers_leaves_the_node_responsive_and_acting_on_fresh_targets(session):
-    """Issue 7.8: two processes flood ~/target_pose for 3 s; the node answers ~/solve and acts on fresh targets."""
+    """A flood: two processes flood ~/target_pose for 3 s; the node answers ~/solve and acts on fresh targets."""
     floods = [session.add(NodeProcess('tools.bench_node', [], tempfile.NamedTemporaryFile(
         prefix='flood_', suffix='.log', delete=False).name, args=['--flood', '3.0'])) for _ in range(2)]
     t0 = time.monotonic()

@@ -57,7 +57,8 @@ def _reachable_targets(chain, rng, count):
     NullspaceGoals(pole=1.0, pole_link='link4', pole_target=[1000.0, 0.0, 0.0]),   # a pole 1 km away
 ], ids=['posture100', 'limits-manipulability', 'pole100', 'far-pole'])
 def test_secondary_goals_never_stop_the_tip_converging(ik7, rng, goals):
-    # Issue 7: posture=100 gave 0/50, pole=100 16/50, a pole 1 km away 0/50; 50/50 without goals.
+    # Before the goal steps were bounded: posture=100 gave 0/50, pole=100 16/50, a pole 1 km away 0/50;
+    # 50/50 without goals.
     solver = IKSolver(ik7, nullspace=goals, timeout=0.05)   # generous: the test machine is shared
     targets = _reachable_targets(ik7, rng, 50)
     results = [solver.solve(t) for t in targets]

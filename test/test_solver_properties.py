@@ -1,4 +1,4 @@
-"""Property-based tests of the solver (issue 7): every input gets one clear answer, on time.
+"""Property-based tests of the solver: every input gets one clear answer, on time.
 
 Invariant: for any target, seed and per-call options, ``IKSolver.solve`` either raises ValueError (bad
 input) or returns an IKResult whose joints are finite and within the limits, whose reason is one of the

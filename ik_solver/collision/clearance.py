@@ -5,7 +5,7 @@ follows the gradient of the nearest pair's distance (CollisionModel.distance_gra
 witness points and point Jacobians) in the nullspace of the tip Jacobian and pulls the tip back onto
 the target after each step, so the pose is kept while the arm moves away from
 the obstacle or from itself.  It runs in Python after the solver (the
-solver's own nullspace goals are compiled kernels).  This is issue 12's
+solver's own nullspace goals are compiled kernels).  This is the
 optional clearance goal for redundant arms; use it on a solution::
 
     model = CollisionModel(urdf, 'base_link', 'tool0', srdf=srdf)

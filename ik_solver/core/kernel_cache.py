@@ -154,7 +154,7 @@ def _is_ours(data):
 
 def _notice(name):
     typical = TYPICAL_COMPILE_S.get(name)
-    _log.warning('ik_solver: compiling kernel %s for this machine, once (%s of CPU); cached in %s', name,
+    _log.warning('ik_solver: compiling kernel %s for this CPU, once (%s of CPU); cached in %s', name,
                  f'about {typical} s' if typical else 'seconds', cache_root())
 
 

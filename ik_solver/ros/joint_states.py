@@ -7,7 +7,7 @@ model both nodes use: form, limits, stamps, continuity within the limits with
 a bound capped over a pause, a run of consistent readings after a pause, and
 agreement with the commands sent) and answers ``state()`` with the believed
 state only, else a ``StateError`` with the model's reason.  Readings are aged
-from the instant the middleware received them on this machine (robust to
+from the instant the middleware received them on this host (robust to
 readings queued behind a busy executor) and ordered by their header stamps.
 
 ``CommandHistory`` replays the last trajectory the way the controller interpolates it: the start state

@@ -27,7 +27,7 @@ UNSET = [0.0]
 #: Default command_lead_time [s].  Every trajectory is stamped with the instant its start state describes and a
 #: controller that honours header.stamp (joint_trajectory_controller does) joins it at its arrival: the part
 #: before that is skipped with a step.  A move from rest holds still this long first, so any arrival within it
-#: is seamless; on this 2-core machine trajectories reached a simulated controller 4-23 ms after
+#: is seamless; on a loaded 2-core computer trajectories reached a simulated controller 4-23 ms after
 #: their stamp at load 3.5, and 50 ms more than covers a controller on the same host.
 COMMAND_LEAD_TIME = 0.05
 

@@ -1,6 +1,6 @@
 """Motion benchmark: Ruckig moves on the Panda with MoveIt's published limits, as the controller runs them.
 
-Issue 8 asks what a real Panda gets: for a 0.05 rad and a 1.5 rad move (every
+What a real Panda gets: for a 0.05 rad and a 1.5 rad move (every
 joint, from the ready pose) the planned duration against Ruckig's own optimum
 for the same limits, the peak acceleration and jerk of the controller's spline
 (sampled at 1 kHz from the true start, as joint_trajectory_controller

@@ -4,7 +4,7 @@ Each node runs as its own process and is reached over DDS, as in use:
 
     python -m ik_solver.tools.bench_node
 
-The flood part reproduces issue 7's: two publisher processes send targets as fast as they can
+The flood part is an attack: two publisher processes send targets as fast as they can
 (about 10 kHz each where the machine allows) while the arm is driven; it reports how old the
 targets the node acted on were (SolveStatus.target_age, p50/p99), how many it superseded, and
 the ~/solve round trip during the flood (the node stays responsive).
