@@ -13,34 +13,22 @@ import difflib
 import importlib
 import pathlib
 import sys
-from typing import NamedTuple
+
+from ..ros.parameters import Param
 
 #: The repository's docs/parameters.md (the generator runs from the source tree).
 OUTPUT = pathlib.Path(__file__).resolve().parents[2] / 'docs' / 'parameters.md'
 
 
-class Spec(NamedTuple):
-    """One parameter as the page shows it."""
-
-    name: str
-    default: object
-    description: str
-    low: float = None
-    high: float = None
-    read_only: bool = False
-    choices: tuple = None
-    lengths: tuple = None
-
-
 def _sim_tuple(name, default, description, bounds):
     """Read the simulator's ``(name, default, description, (low, high) or None)``: all read-only."""
     low, high = bounds if bounds else (None, None)
-    return Spec(name, default, description, low, high, read_only=True)
+    return Param(name, default, description, low, high, read_only=True)
 
 
 def _moveit_tuple(name, default, description, read_only):
     """Read the MoveIt IK service's ``(name, default, description, read_only)``."""
-    return Spec(name, default, description, read_only=read_only)
+    return Param(name, default, description, read_only=read_only)
 
 
 #: (heading, node name, module, table attribute, reader of a tuple entry, text under the heading).
@@ -75,10 +63,8 @@ _TYPE_NAMES = {bool: 'bool', int: 'integer', float: 'double', str: 'string'}
 
 
 def _spec(entry, from_tuple):
-    """Return the Spec of one table entry: a ``Param``-like record, or a tuple read by ``from_tuple``."""
-    if hasattr(entry, 'name'):
-        return Spec(**{field: getattr(entry, field) for field in Spec._fields if hasattr(entry, field)})
-    return from_tuple(*entry)
+    """Return one table entry as the ``Param`` the nodes declare from: as it is, or a tuple read by ``from_tuple``."""
+    return entry if isinstance(entry, Param) else from_tuple(*entry)
 
 
 def _type(default):
