@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up (idempotent), build, and run the tests of both packages under colcon test, for ROS_DISTRO
-# (jazzy, the default, or kilted).  Arguments go to pytest (e.g. test/test_solver.py, -k name).
+# (jazzy, the default, or kilted).  Arguments go to pytest (e.g. test/unit or test/unit/test_solver.py, -k name).
 # Exits non-zero when any test fails.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

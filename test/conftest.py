@@ -96,16 +96,17 @@ def rng():
     return np.random.default_rng(12345)
 
 
-#: Modules whose tests drive real node processes over DDS, with timeouts, on a shared 2-core machine.
-GRAPH_MODULES = {
-    'test_controller_interface', 'test_e2e_collision', 'test_e2e_collision_physics', 'test_e2e_jumps',
-    'test_e2e_namespaces', 'test_e2e_robot', 'test_end_to_end', 'test_graph_diagnostics', 'test_graph_markers',
-    'test_graph_moveit', 'test_node_integration', 'test_servo_node', 'test_signals', 'test_sim_node',
-}
+#: Layers whose tests drive node processes over DDS, with timeouts, on a possibly loaded host.
+PROCESS_LAYERS = ('graph', 'e2e')
+
+
+def layer_of(path):
+    """Return the test layer of a test file: its folder under ``test/`` (unit, ros, graph, e2e, package)."""
+    return pathlib.Path(path).resolve().parent.name
 
 
 def pytest_collection_modifyitems(config, items):
-    """Rerun a failed process-graph test once (pytest-rerunfailures).
+    """Rerun a failed process test once (pytest-rerunfailures).
 
     The scheduler of a loaded CI host can stall a process past a timeout; a behaviour that is wrong fails
     both runs and fails the suite.  Every rerun is listed in the summary (``R``), never hidden.
@@ -113,5 +114,5 @@ def pytest_collection_modifyitems(config, items):
     if pytest_rerunfailures is None:
         return
     for item in items:
-        if item.module.__name__.rsplit('.', 1)[-1] in GRAPH_MODULES:
+        if layer_of(item.path) in PROCESS_LAYERS:
             item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=1.0))

@@ -5,7 +5,7 @@
 
 The tables are the ones the nodes declare from, so the page cannot drift from
 what ``ros2 param describe`` prints: a parameter added, renamed or re-ranged in
-the code makes ``--check`` (and ``test/test_docs.py``) fail until the page is
+the code makes ``--check`` (and ``test/package/test_docs.py``) fail until the page is
 regenerated.
 """
 import argparse

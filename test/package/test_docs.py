@@ -8,7 +8,7 @@ import tomllib
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = ROOT / 'README.md'
 PAGES = [README] + sorted((ROOT / 'docs').glob('*.md'))
 MAX_README_LINES = 250

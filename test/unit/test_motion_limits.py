@@ -6,7 +6,7 @@ from ik_solver.motion.limits import DEFAULT_ACCELERATION, load_joint_limits
 import numpy as np
 import pytest
 
-CONFIG = pathlib.Path(__file__).resolve().parents[1] / 'config'
+CONFIG = pathlib.Path(__file__).resolve().parents[2] / 'config'
 #: MoveIt's published Panda limits (moveit_resources panda_moveit_config/config/joint_limits.yaml).
 PANDA_YAML = """
 default_velocity_scaling_factor: 0.1

@@ -6,7 +6,7 @@ from ik_solver.collision.clearance import improve_clearance
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 IK7 = str(ROOT / 'urdf' / 'ik7.urdf.xacro')
 ELBOW_OUT = np.array([0.3, 0.6, 0.4, 1.2, 0.2, 0.8, 0.1])
 

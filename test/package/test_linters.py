@@ -3,7 +3,7 @@ import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PATHS = [str(ROOT / p) for p in ('ik_solver', 'test', 'launch', 'setup.py')]
 
 

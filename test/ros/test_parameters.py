@@ -113,7 +113,7 @@ def test_solver_options_from_defaults_build_a_solver(ik7):
 
 def test_the_parameter_page_documents_every_parameter():
     import pathlib
-    page = (pathlib.Path(__file__).resolve().parents[1] / 'docs' / 'parameters.md').read_text()
+    page = (pathlib.Path(__file__).resolve().parents[2] / 'docs' / 'parameters.md').read_text()
     missing = [p.name for p in parameters.PARAMETERS if f'| `{p.name}` |' not in page]
     assert not missing, f'docs/parameters.md lacks {missing}'
 

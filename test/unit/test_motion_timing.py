@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import ruckig
 
-CONFIG = pathlib.Path(__file__).resolve().parents[1] / 'config'
+CONFIG = pathlib.Path(__file__).resolve().parents[2] / 'config'
 
 
 def limits_of(velocity, acceleration, jerk=None, lower=-3.0, upper=3.0):

@@ -10,7 +10,7 @@ from ik_solver.collision import CollisionModel, make_obstacle
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 IK7 = str(ROOT / 'urdf' / 'ik7.urdf.xacro')
 IK7_SRDF = str(ROOT / 'config' / 'ik7.srdf')
 #: tool0 (the centre of link7's end face) inside the base column (r 0.08 m, 0.16 m high): every

@@ -11,7 +11,7 @@ from ik_solver.core.chain import load_chain
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLANAR3 = str(ROOT / 'urdf' / 'planar3.urdf')
 
 

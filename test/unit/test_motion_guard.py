@@ -8,7 +8,7 @@ from ik_solver.motion.timing import MAX_POINTS, plan_move, PlanningError, TimedP
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope='module')

@@ -125,7 +125,7 @@ def test_publisher_skips_controller_events_and_results_of_another_model(planar3)
 
 
 def test_rviz_config_shows_the_nodes_markers_and_robot():
-    config = yaml.safe_load((pathlib.Path(__file__).resolve().parents[1] / 'config' / 'ik_solver.rviz').read_text())
+    config = yaml.safe_load((pathlib.Path(__file__).resolve().parents[2] / 'config' / 'ik_solver.rviz').read_text())
     displays = {d['Class']: d for d in config['Visualization Manager']['Displays']}
     markers = displays['rviz_default_plugins/MarkerArray']
     assert markers['Topic']['Value'] == '/ik_solver/markers'  # ~/markers of the node named ik_solver

@@ -8,7 +8,7 @@ from ik_solver.core.chain import load_chain
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 IK7 = str(ROOT / 'urdf' / 'ik7.urdf.xacro')
 PLANAR3 = str(ROOT / 'urdf' / 'planar3.urdf')
 #: A folded wrist of ik7: the hand (link7) comes back onto the forearm (link5).

@@ -126,7 +126,7 @@ def test_a_step_so_small_the_path_would_not_fit_is_refused_at_once(ik7, solver7)
 
 
 def test_timed_line_keeps_the_tip_on_the_line_as_the_controller_runs_it(ik7, solver7):
-    config = pathlib.Path(__file__).resolve().parents[1] / 'config' / 'ik7_joint_limits.yaml'
+    config = pathlib.Path(__file__).resolve().parents[2] / 'config' / 'ik7_joint_limits.yaml'
     limits = load_joint_limits(ik7, str(config)).limits
     T0 = ik7.fk(IK7_HOME)
     T1 = T0.copy()

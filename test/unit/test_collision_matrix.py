@@ -8,7 +8,7 @@ from ik_solver.tools import collision_matrix
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 IK7 = str(ROOT / 'urdf' / 'ik7.urdf.xacro')
 ADJACENT = {frozenset(p) for p in (('base_link', 'link1'), ('link1', 'link2'), ('link2', 'link3'), ('link3', 'link4'),
                                    ('link4', 'link5'), ('link5', 'link6'), ('link6', 'link7'))}

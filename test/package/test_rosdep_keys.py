@@ -12,7 +12,7 @@ import pytest
 
 parse_package = pytest.importorskip('catkin_pkg.package', reason='catkin_pkg is not installed').parse_package
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE_XMLS = ('package.xml', 'ik_solver_interfaces/package.xml')
 
 ROS = 'released for jazzy and kilted'

@@ -19,7 +19,7 @@ import pytest
 catkin_packages = pytest.importorskip('catkin_pkg.packages', reason='catkin_pkg is not installed')
 from catkin_pkg.package import parse_package  # noqa: E402, I100
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 #: Imported top-level module -> rosdep key that provides it.
 MODULE_KEYS = {

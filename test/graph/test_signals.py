@@ -174,7 +174,7 @@ def test_a_stop_request_swallowed_during_start_up_still_ends_the_process_with_0(
     """Python drops an exception raised inside a ctypes callback; the start-up deadline ends the process anyway."""
     started = time.monotonic()
     done = subprocess.run([sys.executable, '-c', SWALLOWED], capture_output=True, text=True, timeout=30.0,
-                          cwd=pathlib.Path(__file__).resolve().parents[1])
+                          cwd=pathlib.Path(__file__).resolve().parents[2])
     assert 'start-up went on True' in done.stdout  # the exception was indeed swallowed
     assert done.returncode == 0 and 'not ended' not in done.stdout, (done.returncode, done.stdout, done.stderr)
     assert time.monotonic() - started < 8.0
@@ -196,7 +196,7 @@ def test_a_stop_signal_during_a_nodes_imports_ends_it_with_0_and_no_traceback(tm
         '    print("main ran")\n')
     env = {**os.environ, 'PYTHONPATH': f'{tmp_path}{os.pathsep}{os.environ.get("PYTHONPATH", "")}'}
     entry = subprocess.run([sys.executable, '-c', 'from ik_solver.ros.entry import run; run("slow_node")'],
-                           capture_output=True, text=True, env=env, timeout=60, cwd=pathlib.Path(__file__).parents[1])
+                           capture_output=True, text=True, env=env, timeout=60, cwd=pathlib.Path(__file__).parents[2])
     assert entry.returncode == 0 and 'Traceback' not in entry.stderr and 'main ran' not in entry.stdout, entry
     plain = subprocess.run([sys.executable, '-c', 'import slow_node'], capture_output=True, text=True, env=env,
                            timeout=60)
@@ -230,6 +230,6 @@ sys.exit(3)
 
 def test_a_signal_lost_in_a_ctypes_callback_stops_a_script_at_its_next_checkpoint():
     run = subprocess.run([sys.executable, '-c', LOST_IN_A_LOOP], capture_output=True, text=True, timeout=60,
-                         cwd=pathlib.Path(__file__).parents[1])
+                         cwd=pathlib.Path(__file__).parents[2])
     assert run.returncode == 0, run
     assert run.stdout.splitlines() == ['step 0', 'stopped at the checkpoint by SIGTERM'], run

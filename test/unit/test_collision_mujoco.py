@@ -5,7 +5,7 @@ from ik_solver.collision import CollisionModel, load_scene
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 IK7 = str(ROOT / 'urdf' / 'ik7.urdf.xacro')
 #: Pairs closer to contact than this are not compared (the two engines' narrow phases differ by a little).
 BAND = 0.002

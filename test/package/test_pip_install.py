@@ -13,7 +13,7 @@ import sys
 from ik_solver.core.solver import REASONS
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / 'docs' / 'python_api.md'
 NOT_COPIED = shutil.ignore_patterns('.git', '.venv*', 'build', 'install', 'log', '__pycache__', '*.egg-info',
                                     'demo_output', '.pytest_cache')

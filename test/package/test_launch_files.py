@@ -13,7 +13,7 @@ from ik_solver.tools.launcher import flat_parameters, IK_LAUNCH_ARGUMENTS, ik_no
 import pytest
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 LAUNCH_DIR = ROOT / 'launch'
 SHARE = str(ROOT)
 NAMES = {name for name, _ in IK_LAUNCH_ARGUMENTS}
