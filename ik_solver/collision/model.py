@@ -127,6 +127,20 @@ class CollisionModel:
         world = self._world
         return len(self._self_pairs), len(world.pairs) - len(self._self_pairs)
 
+    @property
+    def geometry(self):
+        """(Pinocchio model, configuration map, world) now checked: for callers that query Coal themselves.
+
+        ``world`` has ``geometry_model``, ``pairs`` (names, self pairs first) and ``obstacles``; a new world
+        object is a new ``world`` (``set_obstacles`` swaps it whole), so a caller can tell a change by identity.
+        """
+        return self.model, self._config, self._world
+
+    @property
+    def self_pair_count(self):
+        """Return the number of self pairs: they come first in the world's pairs, the world pairs after them."""
+        return len(self._self_pairs)
+
     def knows_frame(self, frame):
         """Whether ``frame`` is a link of the robot, so obstacles can be given in it directly."""
         return frame in self.links

@@ -10,6 +10,9 @@ at ``joint_limit_margin`` from their limits; and an acceleration- and
 jerk-limited filter turns the wanted velocity into the commanded one, so
 the stream never jumps, never exceeds a velocity, acceleration or jerk limit
 and decelerates to rest within the acceleration limits when commands stop.
+With a proximity model, a motion that closes on a contact (with the arm
+itself or the world) is slowed by its rate of approach so that it stops
+before the padding (motion.servo_collision); one that opens it never is.
 
 No ROS here: the node (ros/servo_node.py) feeds commands and joint states in
 and publishes what ``step`` returns; the tests drive this class directly.
@@ -21,6 +24,7 @@ from numba import njit
 import numpy as np
 
 from .limits import MotionState
+from .servo_collision import CollisionAvoidance
 from ..core import kinematics as kin
 from ..core.methods import adaptive_dls_step
 from ..core.nullspace import NullspaceGoals, secondary_step
@@ -79,6 +83,10 @@ class ServoSettings:
     nullspace: NullspaceGoals = field(default_factory=NullspaceGoals)
     nullspace_gain: float = 1.0    # [1/s]: the core's nullspace step per second
     follow_measured: bool = False  # velocity output: start each cycle from the measured positions
+    check_collisions: bool = True   # where the servo has a proximity model
+    collision_check_rate: float = 100.0               # distance queries per second [Hz]
+    self_collision_proximity_threshold: float = 0.03  # [m] pairs of links watched within this
+    scene_collision_proximity_threshold: float = 0.05  # [m] links and world objects watched within this
 
     def check(self):
         """Raise ValueError naming the first inconsistent setting."""
@@ -96,6 +104,11 @@ class ServoSettings:
         if self.joint_limit_margin < 0 or self.incoming_command_timeout <= 0 or self.acceleration_ramp_time <= 0:
             raise ValueError('joint_limit_margin must be >= 0, incoming_command_timeout and '
                              'acceleration_ramp_time > 0')
+        if not self.collision_check_rate > 0:
+            raise ValueError(f'collision_check_rate must be > 0 Hz, got {self.collision_check_rate}')
+        if self.self_collision_proximity_threshold < 0 or self.scene_collision_proximity_threshold < 0:
+            raise ValueError('self_collision_proximity_threshold and scene_collision_proximity_threshold must be '
+                             '>= 0 m')
 
 
 @dataclass
@@ -149,11 +162,16 @@ class _Wanted:
 
 
 class Servo:
-    """The per-cycle servo computation for one chain and its joint limits."""
+    """The per-cycle servo computation for one chain and its joint limits.
 
-    def __init__(self, chain, limits, settings=None):
+    ``proximity``: distances of the arm to itself and the world
+    (collision.proximity.Proximity), or None: collisions are not checked.
+    """
+
+    def __init__(self, chain, limits, settings=None, proximity=None):
         self.chain = chain
         self.limits = limits
+        self._collisions = CollisionAvoidance(proximity) if proximity is not None else None
         self.settings = settings or ServoSettings()
         n = chain.n
         self._R = np.empty((n + 1, 3, 3))
@@ -180,6 +198,8 @@ class Servo:
         self._ns = settings.nullspace.validate(self.chain) if settings.nullspace.active else None
         self._rows = np.array([0.0 if drift else 1.0 for drift in settings.drift_dimensions])
         self._settings = settings
+        if self._collisions is not None:
+            self._collisions.reset()
 
     def warm_up(self):
         """Compile the numba kernels of a Cartesian cycle now, so the first command is on time."""
@@ -224,6 +244,8 @@ class Servo:
     def reset(self, state):
         """Start again from a measured state (at start, after a pause or when idle at rest)."""
         self.state = MotionState(np.array(state.position, float), np.zeros(self.chain.n), np.zeros(self.chain.n))
+        if self._collisions is not None:
+            self._collisions.reset()
 
     # -- the cycle ------------------------------------------------------------------------------
 
@@ -256,6 +278,8 @@ class Servo:
             wanted = self._wanted(self.command)
         self._limit_velocity(wanted)
         self._brake_at_margins(wanted)
+        if self._collisions is not None and self.settings.check_collisions and np.any(wanted.velocity):
+            self._avoid_collisions(wanted, now)
         previous = self.state
         self.state = self._filter(previous, wanted.velocity)
         publish = self._should_publish(active and not self.paused and not state_error)
@@ -457,6 +481,28 @@ class Servo:
         if wanted.status in (Status.NO_WARNING, Status.DECELERATE_FOR_LEAVING_SINGULARITY):
             wanted.status = Status.JOINT_BOUND
             wanted.message = f'near the limit margin: {names}'
+
+    def _avoid_collisions(self, wanted, now):
+        """Scale the wanted velocity so that braking stops the arm before any contact it closes on.
+
+        The distances are those at the state commanded next if the velocity held
+        (the filter changes it by at most an acceleration step).
+        """
+        s = self.settings
+        ahead = self.state.position + self.state.velocity * s.publish_period
+        k, pair, distance = self._collisions.scale(ahead, wanted.velocity, s, self.limits, self._jerk, now)
+        if k >= 1.0:
+            return
+        wanted.velocity = wanted.velocity * k
+        wanted.scale *= k
+        if k > 0.0:
+            wanted.status = Status.DECELERATE_FOR_COLLISION
+            wanted.message = f'slowing down: {pair[0]} closing on {pair[1]} ({1e3 * distance:.1f} mm apart)'
+            return
+        padding = self._collisions.proximity.padding
+        wanted.status = Status.HALT_FOR_COLLISION
+        wanted.message = (f'halted: {pair[0]} and {pair[1]} are {1e3 * distance:.1f} mm apart, at the padding '
+                          f'({1e3 * padding:g} mm); a command away from the contact moves the arm')
 
     def _filter(self, state, v_target):
         """Next commanded state: velocity toward ``v_target`` with bounded acceleration and jerk.
