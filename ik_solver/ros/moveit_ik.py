@@ -32,7 +32,7 @@ otherwise, so a client that ignores the error code has nothing to execute.
 """
 import math
 
-from rcl_interfaces.msg import ParameterDescriptor
+from .parameters import Param
 
 try:
     from moveit_msgs.srv import GetPositionIK
@@ -73,9 +73,9 @@ ERROR_CODES = {
 COLLISIONS_DEFAULT, COLLISIONS_ON = 0, 1
 
 PARAMETERS = (
-    ('moveit_ik.service_name', 'compute_ik', 'Name of the moveit_msgs/srv/GetPositionIK service (where '
-     'moveit_msgs is installed); empty: not offered', True),
-    ('moveit_ik.group_name', '', 'MoveIt group name this chain answers to; empty: any group name', False),
+    Param('moveit_ik.service_name', 'compute_ik', 'Name of the moveit_msgs/srv/GetPositionIK service (where '
+          'moveit_msgs is installed); empty: not offered', read_only=True),
+    Param('moveit_ik.group_name', '', 'MoveIt group name this chain answers to; empty: any group name'),
 )
 
 
@@ -200,9 +200,9 @@ def _parameter(node, name, default):
 
 def declare_parameters(node):
     """Declare the ``moveit_ik.*`` parameters (read-only where a change would need a restart)."""
-    for name, default, description, read_only in PARAMETERS:
-        if not node.has_parameter(name):
-            node.declare_parameter(name, default, ParameterDescriptor(description=description, read_only=read_only))
+    for param in PARAMETERS:
+        if not node.has_parameter(param.name):
+            node.declare_parameter(param.name, param.default, param.descriptor())
 
 
 def attach_moveit_service(node, service_type=None, solve_type=None):

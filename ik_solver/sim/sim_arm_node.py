@@ -50,7 +50,6 @@ import time
 
 from geometry_msgs.msg import PoseStamped
 import numpy as np
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.node import Node
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
@@ -66,7 +65,7 @@ from ..core.urdf import parse_robot
 from ..motion import jtc
 from ..motion.limits import JointLimits, load_joint_limits
 from ..ros.messages import matrix_to_pose
-from ..ros.parameters import package_file
+from ..ros.parameters import package_file, Param, ParameterSet
 from ..ros.spin import run_node
 
 try:
@@ -83,27 +82,27 @@ CONTROLLER_TYPES = ('joint_trajectory', 'forward_position', 'forward_velocity')
 LOG_THROTTLE = 1.0
 
 
-def _range(low, high):
-    return [FloatingPointRange(from_value=low, to_value=high, step=0.0)]
-
-
 PARAMETERS = (
-    ('robot_description', '', 'URDF XML; empty: urdf_file', None),
-    ('urdf_file', '', 'URDF or xacro file', None),
-    ('base_link', 'base_link', 'Root of the controlled chain', None),
-    ('tip_link', 'tool0', 'End of the controlled chain', None),
-    ('controller_type', 'joint_trajectory', 'joint_trajectory | forward_position | forward_velocity', None),
-    ('controller_name', '', 'Namespace of the controller topics; empty: <controller_type>_controller', None),
-    ('physics_rate', 1000.0, 'Physics steps per second [Hz]', (100.0, 10000.0)),
-    ('publish_rate', 200.0, 'joint_states rate [Hz]', (1.0, 1000.0)),
-    ('kinematic', False, 'No physics: joints follow commands exactly', None),
-    ('initial_positions', [0.0], 'Start positions; [0.0]: all zero, or the middle of limits that exclude zero', None),
-    ('kp', 2000.0, 'Position servo stiffness [N m/rad]', (1.0, 1e6)),
-    ('kv', 80.0, 'Velocity servo gain [N m s/rad]', (0.0, 1e5)),
-    ('joint_limits_file', '', "MoveIt joint_limits.yaml (relative: in the package's share directory): acceleration "
-                              'limits to report against; empty: positions and velocities of the URDF only', None),
-    ('limit_tolerance', 0.01, 'Velocities and accelerations up to limit x (1 + this) are not reported', (0.0, 1.0)),
-    ('scene_file', '', 'YAML scene (collision/scene.py): world objects added to the physics', None),
+    Param('robot_description', '', 'URDF XML; empty: urdf_file', read_only=True),
+    Param('urdf_file', '', 'URDF or xacro file', read_only=True),
+    Param('base_link', 'base_link', 'Root of the controlled chain', read_only=True),
+    Param('tip_link', 'tool0', 'End of the controlled chain', read_only=True),
+    Param('controller_type', 'joint_trajectory', 'Controller the simulated arm runs', read_only=True,
+          choices=CONTROLLER_TYPES),
+    Param('controller_name', '', 'Namespace of the controller topics; empty: <controller_type>_controller',
+          read_only=True),
+    Param('physics_rate', 1000.0, 'Physics steps per second [Hz]', 100.0, 10000.0, read_only=True),
+    Param('publish_rate', 200.0, 'joint_states rate [Hz]', 1.0, 1000.0, read_only=True),
+    Param('kinematic', False, 'No physics: joints follow commands exactly', read_only=True),
+    Param('initial_positions', [0.0], 'Start positions; [0.0]: all zero, or the middle of limits that exclude zero',
+          read_only=True),
+    Param('kp', 2000.0, 'Position servo stiffness [N m/rad]', 1.0, 1e6, read_only=True),
+    Param('kv', 80.0, 'Velocity servo gain [N m s/rad]', 0.0, 1e5, read_only=True),
+    Param('joint_limits_file', '', "MoveIt joint_limits.yaml (relative: in the package's share directory): "
+          'acceleration limits to report against; empty: positions and velocities of the URDF only', read_only=True),
+    Param('limit_tolerance', 0.01, 'Velocities and accelerations up to limit x (1 + this) are not reported',
+          0.0, 1.0, read_only=True),
+    Param('scene_file', '', 'YAML scene (collision/scene.py): world objects added to the physics', read_only=True),
 )
 
 
@@ -111,16 +110,8 @@ class SimArmNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('sim_arm', **kwargs)
-        for name, default, description, bounds in PARAMETERS:
-            descriptor = ParameterDescriptor(description=description, read_only=True)
-            if bounds is not None:
-                descriptor.floating_point_range = _range(*bounds)
-            self.declare_parameter(name, default, descriptor)
-        p = lambda name: self.get_parameter(name).value  # noqa: E731
-
+        p = ParameterSet(self, PARAMETERS).get  # a refused value raises with the reason
         kind = p('controller_type')
-        if kind not in CONTROLLER_TYPES:
-            raise ValueError(f"controller_type '{kind}' is not one of {', '.join(CONTROLLER_TYPES)}")
         source = p('robot_description') or p('urdf_file')
         chain = chain_from_robot(parse_robot(source), p('base_link'), p('tip_link'))
         self.joint_names = chain.joint_names

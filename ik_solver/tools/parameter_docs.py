@@ -14,35 +14,23 @@ import importlib
 import pathlib
 import sys
 
-from ..ros.parameters import Param
 
 #: The repository's docs/parameters.md (the generator runs from the source tree).
 OUTPUT = pathlib.Path(__file__).resolve().parents[2] / 'docs' / 'parameters.md'
 
 
-def _sim_tuple(name, default, description, bounds):
-    """Read the simulator's ``(name, default, description, (low, high) or None)``: all read-only."""
-    low, high = bounds if bounds else (None, None)
-    return Param(name, default, description, low, high, read_only=True)
-
-
-def _moveit_tuple(name, default, description, read_only):
-    """Read the MoveIt IK service's ``(name, default, description, read_only)``."""
-    return Param(name, default, description, read_only=read_only)
-
-
-#: (heading, node name, module, table attribute, reader of a tuple entry, text under the heading).
+#: (heading, node name, module, table attribute, text under the heading).
 TABLES = (
-    ('IK node', 'ik_solver', 'ik_solver.ros.parameters', 'PARAMETERS', None,
+    ('IK node', 'ik_solver', 'ik_solver.ros.parameters', 'PARAMETERS',
      'Parameters of `ik_solver_node` (node name `ik_solver`). See [the IK node](ik_node.md), '
      '[motion](motion.md) and [collision](collision.md).'),
-    ("IK node: MoveIt's IK service", 'ik_solver', 'ik_solver.ros.moveit_ik', 'PARAMETERS', _moveit_tuple,
+    ("IK node: MoveIt's IK service", 'ik_solver', 'ik_solver.ros.moveit_ik', 'PARAMETERS',
      'Declared by `ik_solver_node` too; the service is offered where moveit_msgs is installed. See '
      "[MoveIt's IK service](hardware.md#moveits-ik-service)."),
-    ('Servo', 'ik_servo', 'ik_solver.ros.servo_parameters', 'SERVO_PARAMETERS', None,
+    ('Servo', 'ik_servo', 'ik_solver.ros.servo_parameters', 'SERVO_PARAMETERS',
      'Parameters of `ik_servo_node` (node name `ik_servo`). The robot model, limits and nullspace entries are '
      "the IK node's own (same names, ranges and checks). See [the servo](servo.md)."),
-    ('Simulated arm', 'sim_arm', 'ik_solver.sim.sim_arm_node', 'PARAMETERS', _sim_tuple,
+    ('Simulated arm', 'sim_arm', 'ik_solver.sim.sim_arm_node', 'PARAMETERS',
      'Parameters of `sim_arm_node` (node name `sim_arm`). See [the simulator](simulator.md).'),
 )
 
@@ -60,11 +48,6 @@ parameters are read once at start. Units are SI (REP 103): m, rad, s; "rad or m"
 """
 
 _TYPE_NAMES = {bool: 'bool', int: 'integer', float: 'double', str: 'string'}
-
-
-def _spec(entry, from_tuple):
-    """Return one table entry as the ``Param`` the nodes declare from: as it is, or a tuple read by ``from_tuple``."""
-    return entry if isinstance(entry, Param) else from_tuple(*entry)
 
 
 def _type(default):
@@ -103,12 +86,11 @@ def _cell(text):
     return text.replace('<', '&lt;').replace('>', '&gt;')  # <controller_name> is not an HTML tag
 
 
-def table_markdown(table, from_tuple=None):
+def table_markdown(table):
     """Return one node's parameter table as Markdown rows (header included)."""
     rows = ['| name | type | default | range / choices | read-only | description |',
             '| --- | --- | --- | --- | --- | --- |']
-    for entry in table:
-        spec = _spec(entry, from_tuple)
+    for spec in table:
         cells = (f'`{spec.name}`', _type(spec.default), f'`{_value(spec.default)}`',
                  _allowed(spec.low, spec.high, spec.choices, spec.lengths), 'yes' if spec.read_only else '',
                  spec.description)
@@ -119,9 +101,9 @@ def table_markdown(table, from_tuple=None):
 def render():
     """Return the whole text of docs/parameters.md."""
     parts = [HEADER]
-    for heading, node, module, attribute, from_tuple, text in TABLES:
+    for heading, node, module, attribute, text in TABLES:
         table = getattr(importlib.import_module(module), attribute)
-        parts.append(f'## {heading} (`{node}`)\n\n{text}\n\n{table_markdown(table, from_tuple)}\n')
+        parts.append(f'## {heading} (`{node}`)\n\n{text}\n\n{table_markdown(table)}\n')
     return '\n'.join(parts)
 
 
