@@ -9,6 +9,10 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..core.transforms import make_pose, matrix_to_quaternion
 
+_new = object.__new__
+#: Whether the generated setters check values (ROS_PYTHON_CHECK_FIELDS), as a constructed message has it.
+_CHECK_FIELDS = JointTrajectoryPoint()._check_fields
+
 
 def pose_to_matrix(pose):
     """4x4 transform of a geometry_msgs/Pose; ValueError for NaN/inf or a zero quaternion."""
@@ -73,19 +77,42 @@ def trajectory_message(names, path, stamp=None):
 
     ``stamp`` (builtin_interfaces/Time): when the path's time 0 is; joint_trajectory_controller then
     joins it in step, however late it arrives.  None leaves it zero: 'start on arrival'.
+    The last point is at rest (zero velocities and accelerations).  Points are built by ``_points``.
     """
     msg = JointTrajectory()
     if stamp is not None:
         msg.header.stamp = stamp
     msg.joint_names = list(names)
-    # array('d') is taken as is by the message setters; lists are checked element by element.
-    msg.points = [JointTrajectoryPoint(positions=array('d', q), velocities=array('d', v),
-                                       accelerations=array('d', a), time_from_start=to_duration(t))
-                  for t, q, v, a in zip(path.times, path.positions, path.velocities, path.accelerations)]
-    zeros = array('d', bytes(8 * len(names)))
-    msg.points[-1].velocities = zeros
-    msg.points[-1].accelerations = zeros
+    velocities = np.array(path.velocities, float)
+    accelerations = np.array(path.accelerations, float)
+    velocities[-1] = accelerations[-1] = 0.0
+    msg.points = _points(path.times, path.positions, velocities, accelerations)
     return msg
+
+
+def _points(times, positions, velocities, accelerations):
+    """Return the JointTrajectoryPoints of (K,) times [s] and (K, n) arrays, with the least Python per point.
+
+    The generated constructors cost about 10 us a point (keyword parsing, an import, four array copies and
+    a Duration each), most of a millisecond for a streamed move.  Here the whole arrays are converted
+    once (array('d'), nanoseconds split into sec/nanosec by NumPy) and each point gets slices of them in
+    its slots, the values the setters would store.  test/ros/test_messages.py compares the result with
+    the constructors' so a change of the generated classes is caught.
+    """
+    n = np.shape(positions)[1]
+    flat = [array('d', np.ascontiguousarray(values, float).tobytes())
+            for values in (positions, velocities, accelerations)]
+    seconds, nanoseconds = np.divmod(np.rint(np.asarray(times, float) * 1e9).astype(np.int64), 1_000_000_000)
+    points = []
+    for i, sec, nanosec in zip(range(0, len(flat[0]), n), seconds.tolist(), nanoseconds.tolist()):
+        point = _new(JointTrajectoryPoint)
+        point._check_fields = _CHECK_FIELDS
+        point._positions, point._velocities, point._accelerations = (values[i:i + n] for values in flat)
+        point._effort = array('d')
+        duration = point._time_from_start = _new(Duration)
+        duration._check_fields, duration._sec, duration._nanosec = _CHECK_FIELDS, sec, nanosec
+        points.append(point)
+    return points
 
 
 def final_joint_positions(msg, names):
