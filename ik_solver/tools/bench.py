@@ -10,7 +10,11 @@ previous solution.  Where roboticstoolbox-python is installed, its C++
 solvers taking turns on every target, so ratios hold on a shared machine.
 Then the compiled batch (solves/s with the protocol's mid-limit seeds and with
 warm seeds), the cost of a per-call override, and a fresh process's
-construction time and first solve.
+construction time and first solve.  For arms with a known elbow, the pole
+target: how often the elbow ends on the pole's side (random reachable targets,
+a pole 0.5 m off the swivel reference plane on a random side, random seeds),
+whether every miss says so, how many misses had a pole-side solution (found by
+sampling), and the time against the same solves without a pole.
 ``--overrun N`` instead runs N random solves with random (legal, heavy)
 options and reports how far each overran its timeout.
 
@@ -18,6 +22,7 @@ options and reports how far each overran its timeout.
     python -m ik_solver.tools.bench --robots panda --methods lm dls -n 200
     python -m ik_solver.tools.bench --urdf my.urdf --base base_link --tip tool0
     python -m ik_solver.tools.bench --robots ik7 --overrun 200000
+    python -m ik_solver.tools.bench --robots ik7 panda --pole-only -n 300   # the pole figure alone
     taskset -c 1 chrt -f 10 python -m ik_solver.tools.bench --robots ik7 --overrun 200000   # no contention
 """
 import argparse
@@ -61,7 +66,14 @@ def robot_sources():
                   'panda_link0', 'panda_hand_tcp'),
         'iiwa14': (_find('rtbdata', 'xacro/kuka_description/kuka_lbr_iiwa/urdf/lbr_iiwa_14_r820.urdf'),
                    'base_link', 'tool0'),
+        'xarm7': (_find('cmeel.prefix', 'share/example-robot-data/robots/xarm_description/urdf/xarm7.urdf'),
+                  'link_base', 'link_eef'),
     }
+
+
+#: (elbow link, first moving link) of the 7-joint arms, for the pole figure.
+ELBOWS = {'ik7': ('link4', 'link1'), 'panda': ('panda_link4', 'panda_link1'), 'iiwa14': ('link_4', 'link_1'),
+          'xarm7': ('link4', 'link1')}
 
 
 def passes_check(chain, q, target):
@@ -284,6 +296,68 @@ def overrun(chain, count, rng):
           f'p99.9 {np.percentile(ms, 99.9):.3f} ms; > 1 ms: {int(np.sum(ms > 1))}, > 2 ms: {int(np.sum(ms > 2))}')
 
 
+def elbow_side(chain, q, elbow, first, pole):
+    """Return the elbow's distance (m) from the plane through the first joint's axis and the tip, + pole side.
+
+    Written here from the definition, apart from the solver's own test, so the figure checks the solver.
+    """
+    T1 = chain.fk(q, first)
+    s, axis = T1[:3, 3], T1[:3, :3] @ chain.axis[0]
+    normal = np.cross(axis, chain.fk(q)[:3, 3] - s)
+    normal /= np.linalg.norm(normal)
+    return float((chain.fk(q, elbow)[:3, 3] - s) @ normal * np.sign((pole - s) @ normal))
+
+
+def pole_problems(chain, elbow, first, count, rng):
+    """[(target, pole)]: FK of random joints, a pole 0.5 m off the swivel reference plane on a random side."""
+    problems = []
+    for q in chain.random_configuration(rng, count):
+        T1 = chain.fk(q, first)
+        s, axis = T1[:3, 3], T1[:3, :3] @ chain.axis[0]
+        normal = np.cross(axis, chain.fk(q)[:3, 3] - s)
+        normal /= np.linalg.norm(normal)
+        e = chain.fk(q, elbow)[:3, 3]
+        problems.append((chain.fk(q), e - ((e - s) @ normal) * normal + rng.choice([-0.5, 0.5]) * normal))
+    return problems
+
+
+def pole_side_reachable(chain, target, elbow, first, pole, rng, samples=1000):
+    """Tell whether sampling (solves without a pole from ``samples`` random seeds) finds a pole-side solution."""
+    batch = IKSolver(chain, timeout=0.05).solve_batch(target, chain.random_configuration(rng, samples))
+    return any(elbow_side(chain, q, elbow, first, pole) > 0.0
+               for q in batch.joints[batch.success] if passes_check(chain, q, target))
+
+
+def pole_figure(chain, name, count, timeout, rng):
+    """Rows: the elbow's side rate with a pole, misses (reported, reachable) and the time against no pole."""
+    elbow, first = ELBOWS[name]
+    plain = IKSolver(chain, timeout=timeout)
+    on_side = reported = reachable = failed = 0
+    times = {'pole': [], 'none': []}
+    for i, (target, pole) in enumerate(pole_problems(chain, elbow, first, count, rng)):
+        solver = IKSolver(chain, timeout=timeout, random_seed=i,
+                          nullspace=NullspaceGoals(pole=1.0, pole_link=elbow, pole_target=pole))
+        seed = chain.random_configuration(rng)
+        result = solver.solve(target, seed)
+        times['pole'].append(result.elapsed)
+        times['none'].append(plain.solve(target, seed).elapsed)
+        if not (result.success and passes_check(chain, result.joints, target)):
+            failed += 1
+        elif elbow_side(chain, result.joints, elbow, first, pole) > 0.0:
+            on_side += 1
+        else:
+            reported += result.message.startswith('pole_side_unreachable')
+            reachable += pole_side_reachable(chain, target, elbow, first, pole, rng)
+    missed = count - on_side - failed
+    pole_ms, none_ms = (np.array(times[k]) * 1e3 for k in ('pole', 'none'))
+    return [f'pole side      {on_side}/{count} on the pole side ({100 * on_side / count:.1f} %), {failed} failed; '
+            f'{missed} off it: {reported} say pole_side_unreachable, {reachable} had a pole-side solution '
+            f'(sampling 1000 seeds): {100 * on_side / max(on_side + reachable, 1):.1f} % of the reachable',
+            f'pole time      median {np.median(pole_ms):.3f} ms, p95 {np.percentile(pole_ms, 95):.3f} ms; without '
+            f'a pole (same targets and seeds) median {np.median(none_ms):.3f} ms, p95 '
+            f'{np.percentile(none_ms, 95):.3f} ms: x{np.median(pole_ms) / np.median(none_ms):.1f} median']
+
+
 def cold_start(urdf, base, tip, timeout=0.005):
     """Fresh interpreter, numba cache warm: (import + load + construct + first solve s, construction s, first solve)."""
     code = ('import time; t = time.perf_counter(); import numpy as np; '
@@ -309,6 +383,8 @@ def main(argv=None):
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--no-tracking', action='store_true')
     parser.add_argument('--overrun', type=int, default=0, help='only measure timeout overruns over this many solves')
+    parser.add_argument('--pole-only', action='store_true', help='only the pole figure (arms with a known elbow)')
+    parser.add_argument('--pole-timeout', type=float, default=0.05, help='budget per solve of the pole figure [s]')
     args = parser.parse_args(argv)
     sources = {'urdf': (args.urdf, args.base, args.tip)} if args.urdf else robot_sources()
     names = ['urdf'] if args.urdf else args.robots
@@ -318,8 +394,9 @@ def main(argv=None):
             print(name, end=': ')
             overrun(load_chain(path, base, tip), args.overrun, np.random.default_rng(args.seed))
         return
-    print(f'N = {args.n} targets per robot, timeout {args.timeout * 1e3:.1f} ms, seed = middle of the limits, '
-          f'success = own FK check < {POSITION_CHECK} m and < {ROTATION_CHECK} rad within limits')
+    if not args.pole_only:
+        print(f'N = {args.n} targets per robot, timeout {args.timeout * 1e3:.1f} ms, seed = middle of the limits, '
+              f'success = own FK check < {POSITION_CHECK} m and < {ROTATION_CHECK} rad within limits')
     for name in names:
         path, base, tip = sources[name]
         if path is None:
@@ -327,6 +404,11 @@ def main(argv=None):
             continue
         chain = load_chain(path, base, tip)
         rng = np.random.default_rng(args.seed)
+        if args.pole_only:
+            if name in ELBOWS:
+                print(f'\n{name}: {min(args.n, 300)} targets, timeout {args.pole_timeout * 1e3:.1f} ms')
+                print('\n'.join(pole_figure(chain, name, min(args.n, 300), args.pole_timeout, rng)))
+            continue
         Q = chain.random_configuration(rng, args.n)
         targets = chain.fk_batch(Q)
         print(f'\n{name} ({chain.n} joints, {base} -> {tip})\n{HEADER}')
@@ -335,8 +417,10 @@ def main(argv=None):
             print('\n'.join(tracking(chain, args.timeout, rng)))
         print('\n'.join(bench_batch(chain, targets, Q, args.timeout, rng)))
         print(override_cost(chain, rng))
+        if name in ELBOWS:
+            print('\n'.join(pole_figure(chain, name, min(args.n, 300), args.pole_timeout, rng)))
     path, base, tip = sources[names[0]]
-    if path:
+    if path and not args.pole_only:
         total, construct, first, success = cold_start(path, base, tip, args.timeout)
         print(f'\nfresh process ({names[0]}): import + load + construct + first solve {total:.2f} s; '
               f'construction {construct:.3f} s; first solve {first * 1e3:.3f} ms (timeout '
