@@ -69,9 +69,7 @@ class Proximity:
             horizon: time [s] the caller needs to stop from ``velocity``.
         """
         pin = self._pin
-        model, config_map, world = self.model.geometry
-        if world is not self._world:
-            self._prepare(model, world)
+        model, config_map, world = self.refresh()
         q = np.asarray(q, float)
         config = config_map.full(q)
         data, geometry_data = self._data, self._geometry_data
@@ -95,6 +93,13 @@ class Proximity:
         velocity_map = config_map.velocity_map()
         return [Near(distance, self._gradient(k) @ velocity_map, world.pairs[k], bool(self._is_world[k]))
                 for k, distance in found]
+
+    def refresh(self):
+        """Take the model's current world (done by ``near`` too; call it ahead to spare a query the work)."""
+        model, config_map, world = self.model.geometry
+        if world is not self._world:
+            self._prepare(model, world)
+        return model, config_map, world
 
     def _prepare(self, model, world):
         """Build own data for ``world`` (meshes as hulls) and each shape's box in its joint's frame."""
@@ -155,7 +160,8 @@ def _hull(geometry):
     """Return the convex hull of a mesh (a BVH), or the shape itself (primitives and hulls are convex)."""
     if not hasattr(geometry, 'buildConvexHull'):
         return geometry
-    geometry.buildConvexHull(True, 'Qt')
+    if geometry.convex is None:   # built once per mesh: a new world reuses the robot's shapes
+        geometry.buildConvexHull(True, 'Qt')
     return geometry.convex
 
 

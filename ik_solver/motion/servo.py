@@ -187,6 +187,11 @@ class Servo:
         self._last_sent = -np.inf   # when the last published command was computed (monotonic s)
 
     @property
+    def proximity(self):
+        """The distances the servo brakes for (collision.proximity.Proximity), or None."""
+        return self._collisions.proximity if self._collisions is not None else None
+
+    @property
     def settings(self):
         return self._settings
 
@@ -208,6 +213,9 @@ class Servo:
             wanted = self._cartesian(np.full(6, 1e-3), np.eye(3))
             self._brake_at_margins(wanted)
             self._filter(self.state, wanted.velocity)
+            if self._collisions is not None:
+                self._avoid_collisions(wanted, 0.0)
+                self._collisions.reset()
         finally:
             self.state = state
 

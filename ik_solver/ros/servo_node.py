@@ -32,11 +32,11 @@ as commands sent back to back would ask a forward controller for a step.
 joint_states are believed only as ``motion.plausibility`` judges them (form,
 limits, stamps, continuity within the arm's limits, a run of consistent
 readings after a pause) and where the commands sent can have put the arm
-(``FOLLOW_TIME``, ``TRACKING_ERROR``, ``EXPECTATION_HOLD``); a refusal halts the servo with its
+(``FOLLOW_TIME``, parameter ``tracking_error``, ``EXPECTATION_HOLD``); a refusal halts the servo with its
 reason in the status (STALE_STATE while readings are old or settling, INVALID
 for a reading that contradicts the arm's motion or the commands: a lie, or a
 controller that does not execute the commands).  An idle servo restarts from
-the measured state only when it lies beyond ``STATE_TOLERANCE`` of its own
+the measured state only when it lies beyond ``state_tolerance`` of its own
 and the believed readings of its last cycles agree (``STEADY_TIME``), so a lie
 interleaved with the true readings never becomes the start of a motion.
 """
@@ -57,6 +57,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from visualization_msgs.msg import MarkerArray
 
 from .command_guard import CommandGuard
 from .diagnostics import DiagnosticsPublisher
@@ -64,11 +65,13 @@ from .joint_states import JointStateTracker, StateError
 from .loop_inputs import LoopInputs
 from .messages import to_duration
 from .model_source import ModelSource
-from .parameters import load_limits, move_limits, ParameterSet
+from .parameters import load_limits, move_limits, package_file, ParameterSet
 from .servo_parameters import (FLOAT64_MULTI_ARRAY, JOINT_JOG, JOINT_STATE, model_arguments, SERVO_PARAMETERS,
                                settings_from)
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
+from ..collision.backlog import MarkerBacklog
+from ..core.exceptions import ModelError
 from ..motion.plausibility import Expectation, Verdict
 from ..motion.servo import JointJogCommand, PoseCommand, RESYNC_TOLERANCE, Servo, Status, TwistCommand
 
@@ -82,16 +85,11 @@ COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=R
 #: Diagnostic level of each status (0 OK, 1 WARN, 2 ERROR).
 LEVELS = {Status.NO_WARNING: 0, Status.STALE_COMMAND: 0, Status.PAUSED: 0, Status.JOINT_BOUND: 1,
           Status.DECELERATE_FOR_APPROACHING_SINGULARITY: 1, Status.DECELERATE_FOR_LEAVING_SINGULARITY: 1,
-          Status.HALT_FOR_SINGULARITY: 1, Status.STALE_STATE: 2, Status.INVALID: 2}
+          Status.HALT_FOR_SINGULARITY: 1, Status.DECELERATE_FOR_COLLISION: 1, Status.HALT_FOR_COLLISION: 1,
+          Status.STALE_STATE: 2, Status.INVALID: 2}
 #: One-point trajectories reach their point this many periods after they are sent: the controller interpolates
 #: from where it is, so a late message does not make it hurry to catch up (one period more of lag).
 TRAJECTORY_LEAD = 2.0
-#: joint_states may differ this much [rad or m] from a motion within the limits (sensor noise).  An idle
-#: servo restarts from a measured state only beyond it: a reading within it of the servo's own state, true or
-#: a lie the continuity check cannot tell from noise, never becomes the start of a motion.
-STATE_TOLERANCE = 0.02
-#: The arm may lag or overshoot the commanded positions by this much more [rad or m] (tracking error).
-TRACKING_ERROR = 0.03
 #: The arm reaches a command within this [s] of its publication (plus TRAJECTORY_LEAD periods for
 #: trajectories): a reading at instant t lies among the positions commanded over this time before t.
 FOLLOW_TIME = 0.1
@@ -128,6 +126,7 @@ class ServoNode(Node):
         self._servo = None
         self._guard = None
         self._model = None
+        self._world = None        # CollisionWorld of the model, or None
         self._last_status = (None, 0.0)
         self._last_output = None
         self._cycle_times = []
@@ -140,7 +139,7 @@ class ServoNode(Node):
         self._inputs = LoopInputs(self) if threaded else None
         inputs = self._inputs.group if threaded else MutuallyExclusiveCallbackGroup()
         self.joint_states = JointStateTracker(self, p['joint_states_topic'], p['joint_states_timeout'],
-                                              callback_group=inputs, tolerance=STATE_TOLERANCE)
+                                              callback_group=inputs, tolerance=p['state_tolerance'])
         self.frames = TargetFrames(self)
         self.model_source = ModelSource(self, p['base_link'], p['tip_link'], self._use_model,
                                         **model_arguments(p, self.get_logger()))
@@ -151,6 +150,8 @@ class ServoNode(Node):
         self._subscribe_joint_commands(p['joint_command_in_type'], inputs)
         self.create_subscription(PoseStamped, '~/pose_target', self._on_pose, COMMAND_QOS, callback_group=inputs)
         self.create_service(SetBool, '~/pause', self._on_pause)
+        self._markers = MarkerBacklog()
+        self.create_subscription(MarkerArray, '~/collision_objects', self._on_collision_objects, 10)
         self.diagnostics = DiagnosticsPublisher(self, 'ik_servo', self._hardware_id(), self._diagnostic_status)
         period = p['publish_period']
         if threaded:
@@ -181,13 +182,67 @@ class ServoNode(Node):
         p = self.params
         loaded = load_limits(p.values, model.chain, self.get_logger())
         limits = move_limits(loaded, p.values)
-        servo = Servo(model.chain, limits, settings_from(p.values, model.chain))
+        world = self._collision_world(model)
+        proximity = _proximity(world)
+        servo = Servo(model.chain, limits, settings_from(p.values, model.chain), proximity)
         servo.warm_up()
         with self._lock:
-            self._model, self._servo, self._guard = model, servo, CommandGuard(limits)
+            self._model, self._servo, self._guard, self._world = model, servo, CommandGuard(limits), world
             self._sent.clear()
         # the arm's own limits bound what it can have done (the scaled ones bound only our commands)
         self.joint_states.configure(loaded.limits, expect=self._expected_at)
+
+    def _collision_world(self, model):
+        """Return the CollisionWorld of the collision parameters (as the IK node's), or None without one."""
+        p = self.params
+        try:
+            from ..collision.world import collision_from_parameters
+        except ImportError as exc:  # Pinocchio/Coal missing
+            self.get_logger().warning(f'collision checking unavailable ({exc}): commands are not checked')
+            return None
+        try:
+            world = collision_from_parameters(
+                model.description, model.chain, package_file(p['srdf_file']), package_file(p['scene_file']),
+                [d for d in p['package_dirs'] if d], p['collision_padding'], p['skip_missing_meshes'],
+                p['collision_convex'], xacro_args=model_arguments(p, self.get_logger())['xacro_args'],
+                robot_name=model.robot.name)
+        except (OSError, ModelError) as exc:
+            raise ValueError(f'collision model: {exc}') from None
+        if world is None:
+            self.get_logger().info('the robot has no collision geometry: collisions are not checked')
+            return None
+        for note in world.model.notes:
+            self.get_logger().warning(f'collision model: {note}')
+        when = '' if p['check_collisions'] else ' once check_collisions is set'
+        self.get_logger().info(f"collision model: {len(world.obstacles)} world objects, distances queried at "
+                               f"{p['collision_check_rate']:g} Hz{when}")
+        return world
+
+    def _on_collision_objects(self, msg):
+        """Add, replace or delete world objects (MarkerArray in any frame tf2 resolves into the base link)."""
+        if not self._markers.add(msg.markers):
+            return
+        markers, dropped = self._markers.take()
+        world, model = self._world, self._model
+        if world is None:
+            self.get_logger().warning('collision_objects ignored: no collision model loaded')
+            return
+        if dropped:
+            self.get_logger().warning(f'collision_objects: {dropped} marker actions were overtaken by newer ones '
+                                      'before they were applied', throttle_duration_sec=2.0)
+
+        def lookup(frame):
+            return self.frames.lookup(model.chain.base_link, frame)
+
+        try:
+            problems = world.apply_markers(markers, lookup)
+        except Exception as exc:  # a message must never take the node down
+            problems = [f'unexpected error: {exc!r}']
+        for problem in problems:
+            self.get_logger().warning(f'collision_objects: {problem}')
+        with self._lock:   # the loop's next query finds the new world ready
+            if self._servo is not None and self._servo.proximity is not None:
+                self._servo.proximity.refresh()
 
     def _validate(self, values):
         try:
@@ -201,6 +256,7 @@ class ServoNode(Node):
             if self._servo is not None:
                 self._servo.settings = settings_from(self.params.values, self._model.chain)
         self.joint_states.timeout = self.params['joint_states_timeout']
+        self.joint_states.tolerance = self.params['state_tolerance']
 
     def _hardware_id(self):
         model = self._model
@@ -410,10 +466,10 @@ class ServoNode(Node):
         return state, None
 
     def _away(self, measured):
-        """Tell whether believed ``measured`` lies beyond STATE_TOLERANCE of the servo's own state."""
+        """Tell whether believed ``measured`` lies beyond ``state_tolerance`` of the servo's own state."""
         state = self._servo.state
         return not (measured is None or state is None
-                    or np.abs(measured.position - state.position).max() <= STATE_TOLERANCE)
+                    or np.abs(measured.position - state.position).max() <= self.params['state_tolerance'])
 
     def _steady(self, now):
         """Tell whether the believed states of the cycles over the last STEADY_TIME agree.
@@ -446,7 +502,8 @@ class ServoNode(Node):
             if t < at - follow:
                 break
         positions = np.array(positions)
-        return Expectation(positions.min(axis=0) - TRACKING_ERROR, positions.max(axis=0) + TRACKING_ERROR)
+        error = self.params['tracking_error']
+        return Expectation(positions.min(axis=0) - error, positions.max(axis=0) + error)
 
     def _publish_command(self, names, state):
         values = state.velocity if self.params['command_out_kind'] == 'velocity' else state.position
@@ -492,6 +549,14 @@ class ServoNode(Node):
         if hasattr(self, 'model_source'):
             self.model_source.close()
         return super().destroy_node()
+
+
+def _proximity(world):
+    """Return the servo's Proximity of a CollisionWorld, or None (Pinocchio is imported only with a world)."""
+    if world is None:
+        return None
+    from ..collision.proximity import Proximity
+    return Proximity(world.model)
 
 
 def _wait_until(t):

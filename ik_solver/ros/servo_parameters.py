@@ -1,8 +1,8 @@
 """The servo node's parameters: MoveIt Servo's names where it has one, and how they make ``ServoSettings``.
 
-The model, limits and nullspace parameters are the IK node's own ``Param``
-entries (same names, descriptions and ranges), so both nodes read a robot and
-its limits the same way; the rest are the servo's.
+The model, limits, collision model and nullspace parameters are the IK node's
+own ``Param`` entries (same names, descriptions and ranges), so both nodes
+read a robot, its limits and its world the same way; the rest are the servo's.
 """
 import numpy as np
 
@@ -20,12 +20,17 @@ AXES = ('x', 'y', 'z', 'rx', 'ry', 'rz')
 _SHARED = ('robot_description', 'urdf_file', 'xacro_args', 'base_link', 'tip_link', 'joint_limits_file',
            'robot_description_topic', 'nullspace.posture_weight', 'nullspace.preferred_posture',
            'nullspace.limits_weight', 'nullspace.manipulability_weight', 'nullspace.pole_weight',
-           'nullspace.pole_link', 'nullspace.pole_target')
+           'nullspace.pole_link', 'nullspace.pole_target', 'srdf_file', 'scene_file', 'package_dirs',
+           'collision_padding', 'skip_missing_meshes', 'collision_convex')
 
 SERVO_PARAMETERS = tuple(BY_NAME[name] for name in _SHARED) + (
     # Topics (relative: they follow the node's namespace).
     Param('joint_states_topic', 'joint_states', 'sensor_msgs/JointState input', read_only=True),
     Param('joint_states_timeout', 0.2, 'joint_states older than this halt the servo (STALE_STATE) [s]', 0.005, 10.0),
+    Param('state_tolerance', 0.02, 'joint_states may differ this much from a motion within the limits (sensor '
+          'noise) [rad or m]; an idle servo restarts from a measured state only beyond it', 1e-4, 0.5),
+    Param('tracking_error', 0.03, 'The arm may lag or overshoot the commanded positions by this much more '
+          '[rad or m]; a reading beyond it halts the servo (INVALID: the commands are not executed)', 0.0, 1.0),
     Param('command_out_topic', 'forward_position_controller/commands', 'Topic of the outgoing joint commands',
           read_only=True),
     Param('command_out_type', FLOAT64_MULTI_ARRAY, 'Message of the outgoing commands: Float64MultiArray for a '
@@ -63,6 +68,15 @@ SERVO_PARAMETERS = tuple(BY_NAME[name] for name in _SHARED) + (
           'singularity', 1.0, 100.0),
     Param('joint_limit_margin', 0.1, 'Joints brake to a stop this far from their position limits [rad or m]',
           0.0, 1.0),
+    # Collisions (the model: robot_description/urdf_file, srdf_file, scene_file, ~/collision_objects).
+    Param('check_collisions', True, 'Slow down and halt commands that close on a contact of the arm with itself '
+          'or the world, where a collision model is loaded; motions that open the distance are never slowed'),
+    Param('collision_check_rate', 100.0, 'Distance queries per second [Hz]; between them each pair is carried '
+          'along its gradient.  At or above 1 / publish_period: every cycle', 1.0, 10000.0),
+    Param('self_collision_proximity_threshold', 0.03, 'Pairs of links nearer than this are watched [m] (farther '
+          'too, when the arm could reach them while stopping)', 0.0, 1.0),
+    Param('scene_collision_proximity_threshold', 0.05, 'Links nearer than this to a world object are watched [m] '
+          '(farther too, when the arm could reach them while stopping)', 0.0, 1.0),
     Param('damping_max', 0.05, 'Largest damping of the adaptive DLS step', 0.0, 10.0),
     Param('epsilon', 0.05, 'Damping starts below this smallest singular value of the Jacobian', 1e-6, 10.0),
     Param('velocity_scaling', 1.0, 'Fraction of each joint velocity limit the servo may use; 0: the '
@@ -92,7 +106,8 @@ _SETTINGS = ('publish_period', 'command_in_type', 'scale.linear', 'scale.rotatio
              'num_outgoing_halt_msgs_to_publish', 'damping_max', 'epsilon', 'acceleration_ramp_time',
              'pose_tracking.linear_gain', 'pose_tracking.angular_gain', 'pose_tracking.max_linear_speed',
              'pose_tracking.max_angular_speed', 'pose_tracking.position_tolerance',
-             'pose_tracking.orientation_tolerance', 'nullspace.gain')
+             'pose_tracking.orientation_tolerance', 'nullspace.gain', 'check_collisions', 'collision_check_rate',
+             'self_collision_proximity_threshold', 'scene_collision_proximity_threshold')
 
 
 def settings_from(values, chain=None):
