@@ -5,11 +5,14 @@ jerk-limited move from the controller's current position, velocity and
 acceleration to rest at the goal, all joints synchronised.  Between Ruckig's
 phase switches every joint follows a cubic (constant jerk), and the
 controller's quintic through two samples with exact positions, velocities and
-accelerations reproduces a cubic exactly.  So the samples are every phase
-switch of every joint plus a uniform grid of ``sample_period`` (for display and
-for controllers that drop accelerations), each time a whole nanosecond as the
-message carries it: the controller then runs Ruckig's own trajectory, within
-its limits, whatever ``sample_period`` is.
+accelerations reproduces a cubic exactly.  So the knots are every phase switch
+of every joint and the end, each at a whole nanosecond as the message carries
+it: the controller then runs Ruckig's own trajectory, within its limits.  A gap
+between knots longer than ``sample_period`` gets evenly spaced points on the
+same cubics (for display and for controllers that drop accelerations); a
+streamed move, whose switches are a few milliseconds apart, gets none.  We do
+not sample at a fixed rate: every point costs the node and the controller
+time and adds nothing the knots do not already carry.
 
 Where a joint has no jerk limit, Ruckig still plans with a finite one, the
 acceleration reached in ``JERK_RAMP_TIME``: an acceleration step cannot be
@@ -44,10 +47,10 @@ import ruckig
 from .jtc import SplineSampler, Trajectory
 from .limits import POSITION_EPS
 
-#: Default time between uniform samples [s]; phase switches are added (see the module docstring).
+#: Default longest time between two points [s]; the knots are the phase switches (see the module docstring).
 SAMPLE_PERIOD = 0.05
-#: Most points a trajectory may have.  A longer move gets a coarser uniform grid (the phase switches, which
-#: keep it exact, stay); a joint path with more waypoints is refused.
+#: Most points a trajectory may have.  A longer move gets fewer points in its long gaps (the phase switches,
+#: which keep it exact, stay); a joint path with more waypoints is refused.
 MAX_POINTS = 10_000
 #: Where a joint has no jerk limit, Ruckig plans with acceleration / JERK_RAMP_TIME [s].
 JERK_RAMP_TIME = 0.02
@@ -307,7 +310,7 @@ def _table_evaluate(table, times):
 
 
 def _sample(pieces, goal, sample_period, limits):
-    """Sample times: phase switches, then a uniform grid (coarsened to MAX_POINTS), in whole nanoseconds.
+    """Sample the pieces at their phase switches and the end (long gaps filled, see ``_sample_times``).
 
     A move Ruckig finds too small to make (below its precision, about 1e-15 rad: its duration 0) is
     made by the landing blend alone, in the shortest time that keeps the blend within the acceleration
@@ -351,7 +354,7 @@ def _land_on(goal, times, positions, velocities, accelerations):
 
 
 def _sample_times(switches, duration, sample_period):
-    """Switch times, then a uniform grid (coarsened to MAX_POINTS), in whole nanoseconds, ending at the duration."""
+    """Switch times and the end, gaps longer than sample_period filled (within MAX_POINTS), in whole nanoseconds."""
     return _sample_times_ns(np.asarray(switches, float), float(duration), float(sample_period), MAX_POINTS,
                             MIN_GAP * _NS) / _NS
 
@@ -360,8 +363,9 @@ def _sample_times(switches, duration, sample_period):
 def _sample_times_ns(switches, duration, sample_period, max_points, min_gap_ns):
     """Sample times in whole nanoseconds, sorted.
 
-    The switches in (0, end], no two closer than min_gap_ns (the end always kept), then
-    the points of the uniform grid not within min_gap_ns of one of them.
+    The knots: the switches in (0, end], no two closer than min_gap_ns (the end always kept).  Then each
+    gap between knots (and from 0 to the first) longer than the period gets evenly spaced points, the
+    period widened as far as needed to stay within max_points.
     """
     end_ns = max(1.0, np.ceil(duration * 1e9))
     kept = np.empty(len(switches) + 1)
@@ -373,17 +377,22 @@ def _sample_times_ns(switches, duration, sample_period, max_points, min_gap_ns):
             last = t
     kept[size] = end_ns
     kept = kept[:size + 1]
-    count = max(min(int(np.ceil(duration / sample_period)), max_points - len(kept)), 0)
-    step = end_ns / max(count, 1)
-    out = np.empty(len(kept) + count)
-    out[:len(kept)] = kept
-    size = len(kept)
-    for i in range(1, count + 1):
-        point = np.rint(i * step)
-        if np.abs(kept - point).min() >= min_gap_ns:
-            out[size] = point
+    gaps = np.diff(np.concatenate((np.zeros(1), kept)))
+    period_ns = sample_period * 1e9
+    budget = max_points - len(kept)
+    while budget >= 0 and np.sum(np.ceil(gaps / period_ns) - 1.0) > budget:
+        period_ns *= 2.0
+    out = np.empty(max(len(kept), max_points))
+    size, start = 0, 0.0
+    for k in range(len(kept)):
+        parts = int(np.ceil(gaps[k] / period_ns))
+        for i in range(1, parts):
+            out[size] = np.rint(start + i * gaps[k] / parts)
             size += 1
-    return np.unique(out[:size])
+        out[size] = kept[k]
+        size += 1
+        start = kept[k]
+    return out[:size]
 
 
 # -- plan_joint_path ---------------------------------------------------------------------------------------------
@@ -435,7 +444,8 @@ def _ruckig_along_path(path, s, d1, d2, limits, sample_period):
     """Time the path by one jerk-limited Ruckig profile of s, within bounds that hold along the whole path.
 
     The joints follow the cubic Hermite curve through the points with tangents dq/ds; samples are the
-    points, the profile's phase switches and a uniform grid (a straight joint line is then exact).
+    points, the profile's phase switches and points in gaps longer than sample_period (a straight joint line
+    is then exact).
     """
     peak1, peak2 = np.abs(d1).max(axis=0), np.abs(d2).max(axis=0)
     with np.errstate(divide='ignore', invalid='ignore'):
