@@ -94,6 +94,20 @@ class ShutdownSignals:
             pass
 
 
+def real_time(priority):
+    """Run the calling thread under SCHED_FIFO at ``priority``; return None, or the reason it was refused.
+
+    A thread of a Python node that waits for input most of the time (a servo loop, an IK worker) then
+    preempts busy processes as soon as its input arrives.  Refused without CAP_SYS_NICE or an
+    RLIMIT_RTPRIO of at least ``priority``; the caller then keeps normal scheduling and says so.
+    """
+    try:
+        os.sched_setscheduler(threading.get_native_id(), os.SCHED_FIFO, os.sched_param(priority))
+    except (OSError, AttributeError) as exc:  # AttributeError: a platform without sched_setscheduler
+        return str(exc)
+    return None
+
+
 def _exit_now():
     sys.stdout.flush()
     sys.stderr.flush()

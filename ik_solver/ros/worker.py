@@ -15,12 +15,28 @@ Such a service belongs to ``callback_group`` (reentrant): in a mutually
 exclusive group, as the node's default one, an awaiting callback would keep the
 group's other callbacks (parameters, joint states) out of the executor until
 its job ends.
+
+Streamed inputs never queue here: they wait in a ``Mailbox`` (newest wins) that
+``idle()`` empties, and ``nudge()`` queues at most one wake-up however fast they
+come, so a flood of targets costs one solve per job slot and a ``~/solve`` call
+queued behind it waits for at most one target.  Jobs are never dropped.
+
+The thread asks for SCHED_FIFO (``priority``), as the servo's loop does: under
+CPU load a command then waits for the interpreter lock, not for the scheduler.
+Where the system refuses (no CAP_SYS_NICE, no RLIMIT_RTPRIO) it runs with normal
+scheduling and says so once.
 """
 import queue
 import threading
+import time
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.task import Future
+
+from .spin import real_time
+
+#: SCHED_FIFO priority of a worker thread: below the servo loop's default (40), which has the harder deadline.
+PRIORITY = 30
 
 
 class Worker:
@@ -28,14 +44,17 @@ class Worker:
 
     ``idle()``, if given, runs after every job and on ``nudge()``; while it
     returns True (work is waiting for something) it runs again every
-    ``idle_period`` seconds.
+    ``idle_period`` seconds.  ``priority``: the thread's SCHED_FIFO priority
+    (0: normal scheduling).
     """
 
-    def __init__(self, node, idle=None, idle_period=0.02, name='worker'):
+    def __init__(self, node, idle=None, idle_period=0.02, name='worker', priority=PRIORITY):
         self._node = node
         self._idle = idle
         self._idle_period = idle_period
+        self._priority = priority
         self._jobs = queue.SimpleQueue()
+        self._nudged = False
         self._stopped = False
         self.callback_group = ReentrantCallbackGroup()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
@@ -52,8 +71,10 @@ class Worker:
         self._jobs.put((fn, args, None))
 
     def nudge(self):
-        """Run ``idle()`` soon (something it waits for has arrived)."""
-        self._jobs.put(None)
+        """Run ``idle()`` soon (something it waits for has arrived); one wake-up waits at most."""
+        if not self._nudged:
+            self._nudged = True
+            self._jobs.put(None)
 
     def stop(self, timeout=1.0):
         """Finish the job in progress, drop the others and end the thread (within ``timeout`` seconds)."""
@@ -62,6 +83,12 @@ class Worker:
         self._thread.join(timeout)
 
     def _loop(self):
+        if self._priority:
+            refused = real_time(self._priority)
+            if refused is not None:
+                self._node.get_logger().warning(
+                    f'{self._thread.name} keeps normal scheduling: SCHED_FIFO priority {self._priority} refused '
+                    f'({refused}); under CPU load its commands wait for the scheduler')
         again = False
         while not self._stopped:
             try:
@@ -72,6 +99,8 @@ class Worker:
                 return
             if job is not None:
                 self._execute(*job)
+            else:
+                self._nudged = False  # inputs arriving from now on need a new wake-up
             if self._idle is not None:
                 again = self._idle()
 
@@ -90,3 +119,38 @@ class Worker:
         executor = self._node.executor
         if executor is not None:
             executor.wake()
+
+
+class Mailbox:
+    """A one-slot mailbox for streamed inputs: the newest wins, the ones it replaces are counted.
+
+    ``clock()`` (seconds, monotonic) stamps each input's arrival, so an input's age is known when it is
+    taken.  An input put back (``put(..., again=True)``: it waits for something, e.g. a first joint
+    state) never replaces one that arrived meanwhile, and keeps its first arrival.
+    """
+
+    def __init__(self, clock=time.monotonic):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._slot = None  # (item, arrival)
+        self._superseded = 0
+
+    def put(self, item, arrival=None, again=False):
+        """Hold ``item`` (arrived at ``arrival``, default now); return False if a newer one kept its place."""
+        arrival = self._clock() if arrival is None else arrival
+        with self._lock:
+            if self._slot is not None:
+                self._superseded += 1
+                if again:
+                    return False
+            self._slot = (item, arrival)
+            return True
+
+    def take(self):
+        """Return (item, age [s], inputs superseded since the last take), or None when empty."""
+        with self._lock:
+            slot, self._slot = self._slot, None
+            superseded, self._superseded = self._superseded, 0
+        if slot is None:
+            return None
+        return slot[0], self._clock() - slot[1], superseded
