@@ -16,10 +16,11 @@ exclusive group, as the node's default one, an awaiting callback would keep the
 group's other callbacks (parameters, joint states) out of the executor until
 its job ends.
 
-Streamed inputs never queue here: they wait in a ``Mailbox`` (newest wins) that
-``idle()`` empties, and ``nudge()`` queues at most one wake-up however fast they
-come, so a flood of targets costs one solve per job slot and a ``~/solve`` call
-queued behind it waits for at most one target.  Jobs are never dropped.
+Streamed inputs never queue here: they wait in the node's one-slot mailbox
+(newest wins) that ``idle()`` empties, and ``nudge()`` queues at most one
+wake-up however fast they come, so a flood of targets costs one solve per job
+slot and a ``~/solve`` call queued behind it waits for at most one target.
+Jobs are never dropped.
 
 The thread asks for SCHED_FIFO (``priority``), as the servo's loop does: under
 CPU load a command then waits for the interpreter lock, not for the scheduler.
@@ -28,7 +29,6 @@ scheduling and says so once.
 """
 import queue
 import threading
-import time
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.task import Future
@@ -119,38 +119,3 @@ class Worker:
         executor = self._node.executor
         if executor is not None:
             executor.wake()
-
-
-class Mailbox:
-    """A one-slot mailbox for streamed inputs: the newest wins, the ones it replaces are counted.
-
-    ``clock()`` (seconds, monotonic) stamps each input's arrival, so an input's age is known when it is
-    taken.  An input put back (``put(..., again=True)``: it waits for something, e.g. a first joint
-    state) never replaces one that arrived meanwhile, and keeps its first arrival.
-    """
-
-    def __init__(self, clock=time.monotonic):
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._slot = None  # (item, arrival)
-        self._superseded = 0
-
-    def put(self, item, arrival=None, again=False):
-        """Hold ``item`` (arrived at ``arrival``, default now); return False if a newer one kept its place."""
-        arrival = self._clock() if arrival is None else arrival
-        with self._lock:
-            if self._slot is not None:
-                self._superseded += 1
-                if again:
-                    return False
-            self._slot = (item, arrival)
-            return True
-
-    def take(self):
-        """Return (item, age [s], inputs superseded since the last take), or None when empty."""
-        with self._lock:
-            slot, self._slot = self._slot, None
-            superseded, self._superseded = self._superseded, 0
-        if slot is None:
-            return None
-        return slot[0], self._clock() - slot[1], superseded
