@@ -1,0 +1,123 @@
+"""The soak's command checker flags what a controller would execute beyond the limits, and passes what it would not.
+
+Positive controls: a Ruckig-timed move (``plan_move``) passes; the same move played twice as fast, a step
+at its start, a join that skips part of a different motion, and a forward_position stream with a jump are
+flagged, each by the quantity at fault.  The interpolation itself is compared with closed forms of
+joint_trajectory_controller's polynomials.
+"""
+from ik_solver.motion.limits import JointLimits, MotionState
+from ik_solver.motion.timing import plan_move
+from ik_solver.tools.soak import ControllerTrajectory, Limits, StreamCheck, TrajectoryCheck
+import numpy as np
+import pytest
+
+NAMES = ('a', 'b')
+LOWER, UPPER = np.array([-2.0, -2.0]), np.array([2.0, 2.0])
+VELOCITY, ACCELERATION, JERK = np.array([1.0, 1.5]), np.array([3.0, 4.0]), np.array([120.0, 160.0])
+
+
+@pytest.fixture
+def limits():
+    return Limits(NAMES, LOWER, UPPER, VELOCITY, ACCELERATION, JERK)
+
+
+def _move(goal, start=(0.0, 0.0), scale=0.9):
+    planning = JointLimits(NAMES, LOWER, UPPER, VELOCITY * scale, ACCELERATION * scale, JERK * scale)
+    return plan_move(MotionState.at_rest(np.array(start)), np.array(goal), planning)
+
+
+def _points(path, time_scale=1.0):
+    return [(t * time_scale, list(p), list(v / time_scale), list(a / time_scale ** 2))
+            for t, p, v, a in zip(path.times, path.positions, path.velocities, path.accelerations)]
+
+
+def _check(limits, points, start=(0.0, 0.0), arrival=100.0, stamp=0.0):
+    checker = TrajectoryCheck(limits)
+    checker.rest = (np.array(start), np.zeros(2), np.zeros(2))
+    return checker.check(arrival, stamp, list(NAMES), points)[0]
+
+
+def _quantities(violations):
+    return {v['quantity'] for v in violations}
+
+
+def test_a_ruckig_timed_move_passes(limits):
+    path = _move((1.2, -0.7))
+    assert _check(limits, _points(path)) == []
+
+
+def test_the_same_move_twice_as_fast_breaks_velocity_and_acceleration(limits):
+    path = _move((1.2, -0.7))
+    found = _quantities(_check(limits, _points(path, 0.5)))
+    assert {'velocity', 'acceleration', 'velocity over one period'} <= found, found
+
+
+def test_a_step_at_the_start_is_flagged(limits):
+    path = _move((1.2, -0.7))
+    points = _points(path)
+    # the controller rests 0.1 rad from where the move starts: it joins with a step
+    found = _check(limits, points, start=(0.1, 0.0))
+    assert 'velocity over one period' in _quantities(found), found
+    assert any(v['joint'] == 'a' and abs(v['value']) > 50.0 for v in found), found
+
+
+def test_a_positions_only_trajectory_steps_in_velocity(limits):
+    path = _move((0.5, 0.0))
+    # linear interpolation through the samples: the velocity steps at every point
+    found = _quantities(_check(limits, [(t, p, [], []) for t, p, _, _ in _points(path)]))
+    assert 'acceleration over one period' in found, found
+
+
+def test_a_join_on_the_motion_under_way_passes_and_one_far_from_it_is_flagged(limits):
+    path = _move((1.2, -0.7))
+    checker = TrajectoryCheck(limits)
+    checker.rest = (np.zeros(2), np.zeros(2), np.zeros(2))
+    assert checker.check(100.0, 100.0, list(NAMES), _points(path))[0] == []
+    # the same trajectory, stamped at its own start, joined 0.4 s in: seamless
+    assert checker.check(100.4, 100.0, list(NAMES), _points(path))[0] == []
+    # a move from rest at the start position, joined while the arm is under way: a step
+    other = _move((-0.5, 0.5))
+    found = _quantities(checker.check(100.6, 100.5, list(NAMES), _points(other))[0])
+    assert found & {'velocity over one period', 'acceleration over one period'}, found
+
+
+def test_a_move_beyond_a_position_limit_is_flagged(limits):
+    planning = JointLimits(NAMES, LOWER - 1.0, UPPER + 1.0, VELOCITY * 0.9, ACCELERATION * 0.9, JERK * 0.9)
+    path = plan_move(MotionState.at_rest(np.zeros(2)), np.array([2.5, 0.0]), planning)
+    assert 'position' in _quantities(_check(limits, _points(path)))
+
+
+def test_malformed_trajectories_are_flagged(limits):
+    path = _move((0.3, 0.3))
+    points = _points(path)
+    points[3] = (points[3][0], [np.nan, 0.0], points[3][2], points[3][3])
+    assert _quantities(_check(limits, points)) == {'malformed'}
+    assert _quantities(_check(limits, _points(path)[::-1])) == {'malformed'}
+
+
+def test_quintic_and_cubic_segments_match_closed_forms():
+    # rest to rest over h: the quintic is 10 s^3 - 15 s^4 + 6 s^5 of the distance, the cubic 3 s^2 - 2 s^3
+    h, d = 0.8, np.array([0.6, -0.2])
+    s = np.linspace(0.0, 1.0, 11)
+    for accelerations, shape in (([[0, 0]], 10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5), (None, 3 * s ** 2 - 2 * s ** 3)):
+        rest = (np.zeros(2), np.zeros(2), np.zeros(2))
+        t = ControllerTrajectory(10.0, [h], [d], [[0.0, 0.0]], accelerations, rest, 10.0)
+        q, v, _ = t.sample(10.0 + s * h)
+        assert np.allclose(q, shape[:, None] * d, atol=1e-12)
+        assert np.allclose(v[[0, -1]], 0.0, atol=1e-12)
+    # after the last point: held; before the state before: that state
+    q, v, a = t.sample(np.array([9.0, 20.0]))
+    assert np.allclose(q, [[0.0, 0.0], d]) and np.allclose(v, 0.0)
+
+
+def test_a_smooth_stream_passes_and_a_jump_is_flagged(limits):
+    period = 0.01
+    stream = StreamCheck(limits, period)
+    t = np.arange(60) * period
+    q = np.stack([0.2 * (1 - np.cos(2.0 * t)), np.zeros_like(t)], axis=1)  # peak 0.4 rad/s, 0.8 rad/s^2
+    assert all(stream.check(100.0 + ti, qi, held=np.zeros(2)) == [] for ti, qi in zip(t, q))
+    found = stream.check(100.0 + 60 * period, q[-1] + [0.05, 0.0])
+    assert {'velocity over one period', 'acceleration over one period'} <= _quantities(found), found
+    # after a pause the stream starts afresh from the held target: a step is still a step
+    found = stream.check(200.0, q[-1] + [0.5, 0.0])
+    assert _quantities(found) == {'velocity over one period'}, found
