@@ -19,6 +19,14 @@ The loop thread takes the command and joint_states subscriptions itself
 (``LoopInputs``), between its cycles: the executor's Python per message held
 the interpreter lock the loop needed on its tick.
 
+With a collision model (the IK node's sources: the robot's URDF and
+``srdf_file``, ``scene_file``, objects added on ``~/collision_objects``) and
+``check_collisions`` set, each cycle brakes a command that closes on a contact
+so that the arm stops before ``collision_padding`` (``motion.servo_collision``):
+DECELERATE_FOR_COLLISION and HALT_FOR_COLLISION name the pair.  The distance
+queries run in the loop's own cycle at ``collision_check_rate``: Coal holds the
+interpreter lock, so a thread of their own would stall the loop as long.
+
 The loop thread computes each cycle ``PUBLISH_LEAD`` before its tick and
 publishes the command on the tick: the cycle's own time (waking from sleep,
 waiting for the interpreter lock while the executor thread runs a service or
