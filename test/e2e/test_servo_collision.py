@@ -1,0 +1,212 @@
+"""The servo never drives the arm into the table or itself: ik_servo_node drives the MuJoCo arm over DDS.
+
+The servo and the simulator load the same world (config/ik7_scene.yaml: a table and a box on it).  The
+witnesses are independent of the servo's distances: the simulator's ``~/contacts`` (every arm-world contact
+of any physics step) and a CollisionModel of this process (exact shapes, padding 0) run on every command
+the servo published.  Each braking test has a positive control at the end of the module: the same motion
+with ``check_collisions`` false does reach the contact, so the witnesses see it.
+"""
+import json
+import os
+import time
+
+from ik_solver.collision.model import CollisionModel
+from ik_solver.collision.scene import load_scene
+from ik_solver.motion.servo import Status
+from ik_solver.tools.resources import arm_files
+from ik_solver.tools.servo_demo import ServoClient, start_servo
+import numpy as np
+import pytest
+from ros_fixtures import isolate_ros_domain  # noqa: I100
+
+pytest.importorskip('pinocchio', reason='Pinocchio (PyPI pin) is not installed: no collision model')
+pytest.importorskip('mujoco', reason='MuJoCo is not installed: no physics')
+from rcl_interfaces.srv import SetParameters  # noqa: E402, I100, I202
+import rclpy  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+
+CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'config')
+SRDF, SCENE = os.path.join(CONFIG, 'ik7.srdf'), os.path.join(CONFIG, 'ik7_scene.yaml')
+NAMESPACE = f'/servo_collision_{os.getpid()}'
+HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
+#: Tool pointing down 12 cm above the table top (tip at 0.6, -0.1, 0.32 in the base; joint7 clear of its margin).
+ABOVE_TABLE = np.array([-0.5923, 0.8372, 0.6876, -1.4485, -0.5706, 1.061, 0.2140])
+#: Tool pointing down, link7 2 cm above the table top (tip at 0.6, -0.1, 0.22).
+NEAR_TABLE = np.array([-0.55, 0.97942, 0.61116, -1.47004, -0.65275, 0.90157, 0.26527])
+#: Upper arm leaning back, elbow folded: bending the shoulder (joint2) further back brings the wrist (link7)
+#: onto the base (the SRDF checks base_link against link5-link7 only).
+TUCKED = np.array([0.0, -1.4, 0.0, 1.9, 0.0, -1.5, 0.0])
+PADDING = 0.01
+SPEED = 0.1        # m/s, tip speed of the twists
+JOG = 0.5          # rad/s, joint2's speed in the self-collision jog (toward the back)
+SERVO = {'command_in_type': 'speed_units', 'srdf_file': SRDF, 'scene_file': SCENE, 'collision_padding': PADDING,
+         'incoming_command_timeout': 0.2}
+
+
+class Rig:
+    """The simulator, the servo and a client that also records the simulator's contacts."""
+
+    def __init__(self, chain):
+        self.sim, self.servo = start_servo(SERVO, {'scene_file': SCENE, 'publish_rate': 200.0},
+                                           prefix='test_servo_collision', namespace=NAMESPACE)
+        self.client = ServoClient(chain.joint_names, namespace=NAMESPACE)
+        self.contacts = []   # (monotonic, [{"link", "object", "distance"}])
+        self.client.create_subscription(String, 'sim_arm/contacts', self._on_contacts, 100)
+        self.parameters = self.client.create_client(SetParameters, 'ik_servo/set_parameters')
+        self.witness = CollisionModel(arm_files('ik7')[0], 'base_link', 'tool0', srdf=SRDF)
+        self.witness.set_obstacles(load_scene(SCENE))
+
+    def _on_contacts(self, msg):
+        with self.client.lock:
+            self.contacts.append((time.monotonic(), json.loads(msg.data)))
+
+    def contacts_since(self, t):
+        with self.client.lock:
+            return [c for s, c in self.contacts if s >= t]
+
+    def check_collisions(self, on):
+        assert self.parameters.wait_for_service(timeout_sec=10.0)
+        future = self.parameters.call_async(SetParameters.Request(
+            parameters=[Parameter('check_collisions', value=on).to_parameter_msg()]))
+        deadline = time.monotonic() + 10.0
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert future.done() and future.result().results[0].successful
+
+    def go_to(self, q):
+        assert self.client.jog_to(q, timeout=60.0), (self.client.latest(self.client.joints), q)
+
+    def commanded(self, t):
+        """Positions of the commands published since monotonic ``t``."""
+        return np.array([m.data for _, m in self.client.since(self.client.commands, t)]).reshape(-1, len(HOME))
+
+    def statuses(self, t):
+        return [m for _, m in self.client.since(self.client.statuses, t)]
+
+    def close(self):
+        self.client.close()
+        self.servo.stop()
+        self.sim.stop()
+
+
+@pytest.fixture(scope='module')
+def rig(ik7):
+    isolate_ros_domain()
+    rclpy.init()
+    rig = Rig(ik7)
+    try:
+        assert rig.client.wait_ready(180.0), rig.servo.output()[-3000:] + rig.sim.output()[-3000:]
+        yield rig
+    finally:
+        rig.close()
+        rclpy.try_shutdown()
+
+
+def lower_onto_table(rig, seconds=3.0, until=None):
+    """Stream a downward twist from above the table; return its start time."""
+    rig.go_to(ABOVE_TABLE)
+    t0 = time.monotonic()
+    rig.client.stream(lambda t: rig.client.twist((0.0, 0.0, -SPEED)), seconds, until=until)
+    return t0
+
+
+def clearances(rig, Q):
+    """Distance [m] of each configuration to the nearest contact, by the witness (padding 0)."""
+    return np.array([rig.witness.min_distance(q) for q in Q])
+
+
+def tip_speeds(chain, Q, period=0.01):
+    tips = np.array([chain.fk(q)[:3, 3] for q in Q])
+    return np.linalg.norm(np.diff(tips, axis=0), axis=1) / period
+
+
+def test_twist_toward_the_table_decelerates_and_halts_short_of_it(rig):
+    t0 = lower_onto_table(rig)
+    assert rig.client.wait_rest()
+    codes = [m.code for m in rig.statuses(t0)]
+    assert Status.DECELERATE_FOR_COLLISION in codes, codes
+    halts = [m.message for m in rig.statuses(t0) if m.code == Status.HALT_FOR_COLLISION]
+    assert halts and 'table' in halts[-1] and 'link7' in halts[-1], halts
+    assert codes.index(Status.DECELERATE_FOR_COLLISION) < codes.index(Status.HALT_FOR_COLLISION)
+    Q = rig.commanded(t0)
+    assert len(Q) > 100
+    assert clearances(rig, Q).min() >= PADDING - 1e-4, 'a command came closer than the padding'
+    assert rig.contacts_since(t0) == [], 'the simulator reports a contact'
+
+
+def test_reversing_from_the_halt_moves_at_full_speed_at_once(rig, ik7):
+    lower_onto_table(rig)
+    assert rig.client.wait_rest()
+    t0 = time.monotonic()
+    rig.client.stream(lambda t: rig.client.twist((0.0, 0.0, SPEED)), 1.0)
+    statuses = rig.statuses(t0)
+    assert statuses and all(m.code not in (Status.DECELERATE_FOR_COLLISION, Status.HALT_FOR_COLLISION)
+                            for m in statuses), [(m.code, m.message) for m in statuses]
+    Q = rig.commanded(t0)
+    speeds = tip_speeds(ik7, Q)
+    # from rest at the table to the commanded speed within the acceleration limits (about 0.2 s)
+    assert speeds[:50].max() >= 0.95 * SPEED, speeds[:50]
+    assert ik7.fk(Q[-1])[2, 3] > ik7.fk(Q[0])[2, 3] + 0.05
+
+
+def test_twist_along_the_table_two_centimetres_above_it_is_not_slowed(rig, ik7):
+    rig.go_to(NEAR_TABLE)
+    t0 = time.monotonic()
+    rig.client.stream(lambda t: rig.client.twist((0.0, -SPEED, 0.0)), 1.0)
+    assert rig.client.wait_rest()
+    statuses = rig.statuses(t0)
+    assert all(m.code not in (Status.DECELERATE_FOR_COLLISION, Status.HALT_FOR_COLLISION) for m in statuses), \
+        [(m.code, m.message) for m in statuses]
+    Q = rig.commanded(t0)
+    assert tip_speeds(ik7, Q).max() >= 0.98 * SPEED
+    distance = clearances(rig, Q)
+    # within the scene threshold all along: a servo slowing by distance alone would have slowed it
+    assert PADDING < distance.min() and distance.max() < 0.03, (distance.min(), distance.max())
+    assert rig.contacts_since(t0) == []
+
+
+def test_jog_folding_the_arm_onto_its_base_halts_before_contact(rig):
+    rig.go_to(HOME)
+    rig.go_to(TUCKED)
+    t0 = time.monotonic()
+    rig.client.stream(lambda t: rig.client.jog(['joint2'], [-JOG]), 3.0)
+    assert rig.client.wait_rest()
+    halts = [m.message for m in rig.statuses(t0) if m.code == Status.HALT_FOR_COLLISION]
+    assert halts and 'base_link' in halts[-1], halts
+    Q = rig.commanded(t0)
+    assert TUCKED[1] - Q[-1][1] > 0.25, 'the jog hardly moved'
+    assert clearances(rig, Q).min() >= PADDING - 1e-4
+
+
+# -- positive controls: the same motions with checking off do collide ------------------------------------------
+
+def test_control_twist_toward_the_table_with_checking_off_hits_it(rig):
+    rig.check_collisions(False)
+    try:
+        start = time.monotonic()
+        t0 = lower_onto_table(rig, until=lambda: bool(rig.contacts_since(start)))
+        assert rig.contacts_since(t0), 'the simulator saw no contact: the braking tests would prove nothing'
+        assert clearances(rig, rig.commanded(t0)).min() < 0.0
+    finally:
+        rig.client.stream(lambda t: rig.client.twist((0.0, 0.0, SPEED)), 1.0)
+        rig.check_collisions(True)
+
+
+def test_control_jog_onto_the_base_with_checking_off_reaches_contact(rig):
+    rig.go_to(HOME)
+    rig.go_to(TUCKED)
+    rig.check_collisions(False)
+    try:
+        t0 = time.monotonic()
+
+        def touching():
+            Q = rig.commanded(time.monotonic() - 0.05)
+            return len(Q) > 0 and rig.witness.check(Q[-1]) is not None
+
+        rig.client.stream(lambda t: rig.client.jog(['joint2'], [-JOG]), 3.0, until=touching)
+        pairs = [rig.witness.check(q) for q in rig.commanded(t0)]
+        assert any(p is not None and 'base_link' in p for p in pairs), 'no self contact commanded'
+    finally:
+        rig.client.stream(lambda t: rig.client.jog(['joint2'], [JOG]), 1.0)
+        rig.check_collisions(True)
