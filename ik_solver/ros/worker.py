@@ -22,21 +22,35 @@ wake-up however fast they come, so a flood of targets costs one solve per job
 slot and a ``~/solve`` call queued behind it waits for at most one target.
 Jobs are never dropped.
 
+A subscription created in ``inputs`` (a callback group no executor runs) is
+taken by this thread itself, between jobs: its callback runs here, at most its
+queue's depth of messages per wake-up, with no executor dispatch (most of a
+millisecond of Python per message) and no hand-over between threads on the way
+from a target to its command.  A flood then costs a C-level take per job slot:
+the middleware's KEEP_LAST queue drops what the thread had no time for.
+
 The thread asks for SCHED_FIFO (``priority``), as the servo's loop does: under
 CPU load a command then waits for the interpreter lock, not for the scheduler.
 Where the system refuses (no CAP_SYS_NICE, no RLIMIT_RTPRIO) it runs with normal
 scheduling and says so once.
 """
+import inspect
 import queue
 import threading
 
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.exceptions import InvalidHandle
+from rclpy.guard_condition import GuardCondition
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.task import Future
 
+from .loop_inputs import LoopGroup, LoopInputs
 from .spin import real_time
 
 #: SCHED_FIFO priority of a worker thread: below the servo loop's default (40), which has the harder deadline.
 PRIORITY = 30
+#: While no subscription is in ``inputs`` yet (the node creates them after its worker), look again this often [s].
+INPUTS_LOOKUP = 0.1
 
 
 class Worker:
@@ -57,30 +71,41 @@ class Worker:
         self._nudged = False
         self._stopped = False
         self.callback_group = ReentrantCallbackGroup()
+        self.inputs = LoopGroup()
+        context = getattr(node, 'context', None)  # None: a stand-in node without ROS (tests)
+        self._guard = GuardCondition(None, None, context) if context is not None else None
+        self._entries, self._wait_set = [], None
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
     def run(self, fn, *args):
         """Queue ``fn(*args)``; return an rclpy Future of its result that a coroutine can await."""
         future = Future()
-        self._jobs.put((fn, args, future))
+        self._put((fn, args, future))
         return future
 
     def post(self, fn, *args):
         """Queue ``fn(*args)`` without waiting for it; an exception is logged."""
-        self._jobs.put((fn, args, None))
+        self._put((fn, args, None))
 
     def nudge(self):
         """Run ``idle()`` soon (something it waits for has arrived); one wake-up waits at most."""
         if not self._nudged:
             self._nudged = True
-            self._jobs.put(None)
+            self._put(None)
 
     def stop(self, timeout=1.0):
         """Finish the job in progress, drop the others and end the thread (within ``timeout`` seconds)."""
         self._stopped = True
-        self._jobs.put(None)
+        self._put(None)
         self._thread.join(timeout)
+        if self._guard is not None and not self._thread.is_alive():
+            self._guard.destroy()
+
+    def _put(self, job):
+        self._jobs.put(job)
+        if self._guard is not None:
+            self._guard.trigger()
 
     def _loop(self):
         if self._priority:
@@ -91,10 +116,7 @@ class Worker:
                     f'({refused}); under CPU load its commands wait for the scheduler')
         again = False
         while not self._stopped:
-            try:
-                job = self._jobs.get(timeout=self._idle_period if again else None)
-            except queue.Empty:
-                job = None
+            job = self._next(self._idle_period if again else None)
             if self._stopped:
                 return
             if job is not None:
@@ -103,6 +125,49 @@ class Worker:
                 self._nudged = False  # inputs arriving from now on need a new wake-up
             if self._idle is not None:
                 again = self._idle()
+
+    def _next(self, timeout):
+        """Return the next job, or None once inputs were taken, a nudge came or ``timeout`` [s] passed."""
+        if self._guard is None:
+            try:
+                return self._jobs.get(timeout=timeout)
+            except queue.Empty:
+                return None
+        try:
+            return self._jobs.get_nowait()
+        except queue.Empty:
+            pass
+        self._wait_and_take(timeout)
+        try:
+            return self._jobs.get_nowait()
+        except queue.Empty:
+            return None
+
+    def _wait_and_take(self, timeout):
+        """Wait (the interpreter lock released) for a job or a message of ``inputs``; run the inputs' callbacks."""
+        entries, wait_set = self._inputs()
+        if not entries:
+            timeout = INPUTS_LOOKUP if timeout is None else min(timeout, INPUTS_LOOKUP)
+        wait_set.clear_entities()
+        try:
+            for subscription, _ in entries:
+                with subscription.handle:
+                    wait_set.add_subscription(subscription.handle)
+            with self._guard.handle:
+                wait_set.add_guard_condition(self._guard.handle)
+        except InvalidHandle:  # the node is being destroyed
+            return
+        wait_set.wait(-1 if timeout is None else int(timeout * 1e9))
+        ready = set(wait_set.get_ready_entities('subscription'))
+        LoopInputs.dispatch([entry for entry in entries if entry[0].handle.pointer in ready])
+
+    def _inputs(self):
+        """Return the subscriptions in ``inputs`` [(subscription, callback takes message info)] and a wait set."""
+        subscriptions = [s for s in self._node.subscriptions if s.callback_group is self.inputs]
+        if self._wait_set is None or [s for s, _ in self._entries] != subscriptions:
+            self._entries = [(s, len(inspect.signature(s.callback).parameters) == 2) for s in subscriptions]
+            self._wait_set = _rclpy.WaitSet(len(subscriptions), 1, 0, 0, 0, 0, self._node.context.handle)
+        return self._entries, self._wait_set
 
     def _execute(self, fn, args, future):
         try:
