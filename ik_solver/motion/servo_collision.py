@@ -10,7 +10,7 @@ with the velocity scaled as a whole, braking from k v at a fraction of the
 acceleration limits takes ``k * stop_time`` (stop_time = max_i |v_i| / a_i)
 plus a ramp (the jerk-limited build-up and one period), during which the pair
 closes by about ``k speed (k stop_time / 2 + ramp)``, which must stay within
-the room ``d - padding``.  At the padding a closing motion halts.
+the room ``d - padding - STOP_MARGIN``.  There a closing motion halts.
 
 The distances come from a ``proximity`` object (collision.proximity.Proximity:
 ``near(q, self_threshold, scene_threshold, velocity, horizon)`` and ``padding``),
@@ -25,9 +25,13 @@ import numpy as np
 #: Braking for a contact is planned at this fraction of the acceleration limits: the rest absorbs the change of
 #: a pair's gradient along the way (the distance is not linear in q) and the filter's jerk-limited ramps.
 BRAKING_FRACTION = 0.5
-#: Distances are trusted to this [m] (Coal's GJK tolerance is far below it): a pair this close to the
-#: padding counts as at it, so a halted arm does not creep on by rounding.
+#: Distances are trusted to this [m] (Coal's GJK tolerance is far below it): a pair this close to its
+#: stop counts as at it, so a halted arm does not creep on by rounding.
 DISTANCE_TOLERANCE = 1e-5
+#: Braking is planned to end this far [m] outside the padding.  The filter's velocity lags the scaled one by its
+#: jerk ramp, and a pair's distance is not linear in q: in random teleop campaigns (tools/servo_collision_campaign)
+#: the arm ran up to 0.42 mm past a stop planned at the padding itself.
+STOP_MARGIN = 0.001
 #: Between queries the pairs are carried forward while the wanted velocity stays within this fraction of the
 #: one queried for.
 CHANGE = 0.1
@@ -80,10 +84,10 @@ class CollisionAvoidance:
         stop_time = float(np.max(np.abs(velocity) / brake))
         ramp = float(np.max(brake / jerk)) + settings.publish_period
         near = self._pairs(q, velocity, settings, now, 0.5 * stop_time + ramp)
-        padding = self.proximity.padding
+        stop = self.proximity.padding + STOP_MARGIN
         best, limiting, closest = 1.0, None, math.inf
         for pair, distance, gradient in near:
-            room = distance - padding
+            room = distance - stop
             k = approach_scale(room if room > DISTANCE_TOLERANCE else 0.0, -float(gradient @ velocity), stop_time,
                                ramp)
             if k < best:

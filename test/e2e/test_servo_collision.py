@@ -136,8 +136,9 @@ def test_twist_toward_the_table_decelerates_and_halts_short_of_it(rig):
 
 
 def test_reversing_from_the_halt_moves_at_full_speed_at_once(rig, ik7):
-    lower_onto_table(rig)
+    lowered = lower_onto_table(rig)
     assert rig.client.wait_rest()
+    assert any(m.code == Status.HALT_FOR_COLLISION for m in rig.statuses(lowered)), 'not halted at the table'
     t0 = time.monotonic()
     rig.client.stream(lambda t: rig.client.twist((0.0, 0.0, SPEED)), 1.0)
     statuses = rig.statuses(t0)

@@ -13,7 +13,7 @@ from ik_solver.collision.proximity import Near
 from ik_solver.core.chain import load_chain
 from ik_solver.motion.limits import JointLimits, MotionState
 from ik_solver.motion.servo import JointJogCommand, Servo, ServoSettings, Status, TwistCommand
-from ik_solver.motion.servo_collision import approach_scale, BRAKING_FRACTION
+from ik_solver.motion.servo_collision import approach_scale, BRAKING_FRACTION, STOP_MARGIN
 from ik_solver.tools.resources import arm_files
 import numpy as np
 import pytest
@@ -124,7 +124,7 @@ def test_joint_brakes_where_the_closed_form_says_and_stops_short(chain):
     assert outputs[-1].status == Status.HALT_FOR_COLLISION and 'tool0' in outputs[-1].message
     slowing = next(k for k, o in enumerate(outputs) if o.status == Status.DECELERATE_FOR_COLLISION)
     brake = BRAKING_FRACTION * ACCELERATION
-    expected = w * (0.5 * w / brake + brake / JERK + servo.settings.publish_period)
+    expected = w * (0.5 * w / brake + brake / JERK + servo.settings.publish_period) + STOP_MARGIN
     dt = servo.settings.publish_period
     assert rooms[slowing - 1] == pytest.approx(expected, abs=2 * w * dt)
     assert rooms[-1] < 0.02, f'stopped {rooms[-1]:.3f} m short: braking began too early'
