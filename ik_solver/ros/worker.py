@@ -37,6 +37,7 @@ scheduling and says so once.
 import inspect
 import queue
 import threading
+import time
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.exceptions import InvalidHandle
@@ -49,6 +50,11 @@ from .spin import real_time
 
 #: SCHED_FIFO priority of a worker thread: below the servo loop's default (40), which has the harder deadline.
 PRIORITY = 30
+#: Largest fraction of the thread's time that ``idle()`` (streamed inputs) may take.  A stream the node cannot
+#: keep up with would otherwise keep a SCHED_FIFO thread busy without a pause, and starve the process's
+#: other threads (the middleware's receive threads, the executor) on its core: targets then reached the node
+#: late, and service calls were answered late.  Jobs (service calls) are not limited.
+MAX_DUTY = 0.5
 #: While no subscription is in ``inputs`` yet (the node creates them after its worker), look again this often [s].
 INPUTS_LOOKUP = 0.1
 
@@ -75,6 +81,7 @@ class Worker:
         context = getattr(node, 'context', None)  # None: a stand-in node without ROS (tests)
         self._guard = GuardCondition(None, None, context) if context is not None else None
         self._entries, self._wait_set = [], None
+        self._idle_due = 0.0     # monotonic [s]: idle() rests until then (MAX_DUTY)
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
@@ -114,20 +121,36 @@ class Worker:
                 self._node.get_logger().warning(
                     f'{self._thread.name} keeps normal scheduling: SCHED_FIFO priority {self._priority} refused '
                     f'({refused}); under CPU load its commands wait for the scheduler')
-        again = False
+        timeout, inputs = None, True
         while not self._stopped:
-            job = self._next(self._idle_period if again else None)
+            job = self._next(timeout, inputs)
             if self._stopped:
                 return
             if job is not None:
                 self._execute(*job)
             else:
                 self._nudged = False  # inputs arriving from now on need a new wake-up
-            if self._idle is not None:
-                again = self._idle()
+            rest = self._idle_due - time.monotonic()
+            if rest > 0.0:  # streamed inputs wait (the newest in its place); jobs do not
+                timeout, inputs = rest, False
+                continue
+            again = self._run_idle()
+            timeout, inputs = (self._idle_period if again else None), True
 
-    def _next(self, timeout):
-        """Return the next job, or None once inputs were taken, a nudge came or ``timeout`` [s] passed."""
+    def _run_idle(self):
+        """Run ``idle()``; it may run again only after resting (1 / MAX_DUTY - 1) times as long as it took."""
+        if self._idle is None:
+            return False
+        start = time.monotonic()
+        again = self._idle()
+        self._idle_due = start + (time.monotonic() - start) / MAX_DUTY
+        return again
+
+    def _next(self, timeout, inputs=True):
+        """Return the next job, or None once inputs were taken, a nudge came or ``timeout`` [s] passed.
+
+        ``inputs`` False: the subscriptions in ``inputs`` are left waiting.
+        """
         if self._guard is None:
             try:
                 return self._jobs.get(timeout=timeout)
@@ -137,20 +160,21 @@ class Worker:
             return self._jobs.get_nowait()
         except queue.Empty:
             pass
-        self._wait_and_take(timeout)
+        self._wait_and_take(timeout, inputs)
         try:
             return self._jobs.get_nowait()
         except queue.Empty:
             return None
 
-    def _wait_and_take(self, timeout):
+    def _wait_and_take(self, timeout, inputs=True):
         """Wait (the interpreter lock released) for a job or a message of ``inputs``; run the inputs' callbacks."""
-        entries, wait_set = self._inputs()
-        if not entries:
+        found, wait_set = self._inputs()
+        if not found:
             timeout = INPUTS_LOOKUP if timeout is None else min(timeout, INPUTS_LOOKUP)
+        entries = found if inputs else []
         wait_set.clear_entities()
         try:
-            for subscription, _ in entries:
+            for subscription, _ in entries:  # the wait set has room for all, fewer may be added
                 with subscription.handle:
                     wait_set.add_subscription(subscription.handle)
             with self._guard.handle:

@@ -4,7 +4,8 @@ import threading
 import time
 from types import SimpleNamespace
 
-from ik_solver.ros.worker import Worker
+from ik_solver.ros.worker import MAX_DUTY, Worker
+import numpy as np
 import pytest
 import rclpy
 from rclpy.qos import QoSProfile
@@ -98,4 +99,27 @@ def test_a_subscription_in_inputs_is_taken_by_the_worker_thread_newest_first(ros
     assert _wait(call.done)
     assert _wait(lambda: taken[-1][0] == 999)
     assert len(taken) <= 3  # one message per wake-up, not the flood
+    worker.stop()
+
+
+def test_streamed_inputs_take_at_most_max_duty_of_the_thread_and_jobs_never_wait_for_the_rest():
+    node = FakeNode()
+    starts = []
+
+    def idle():  # a target that takes 50 ms to handle, with another one always waiting
+        starts.append(time.monotonic())
+        time.sleep(0.05)
+        worker.nudge()
+        return False
+
+    worker = Worker(node, idle=idle, priority=0)
+    worker.nudge()
+    assert _wait(lambda: len(starts) >= 4)
+    gaps = np.diff(starts)
+    assert gaps.min() >= 0.05 / MAX_DUTY - 0.002  # 50 ms of work, then 50 ms of rest (MAX_DUTY 0.5)
+    time.sleep(0.01)  # somewhere in a rest or a handling
+    queued = time.monotonic()
+    answered = worker.run(time.monotonic)
+    assert _wait(answered.done)
+    assert answered.result() - queued <= 0.05 + 0.025  # at most the handling in progress, never the rest
     worker.stop()
