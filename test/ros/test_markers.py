@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 pytest.importorskip('visualization_msgs.msg', reason='visualization_msgs is not installed')
-from ik_solver.ros.markers import arm_points, MarkerPublisher, outcome_markers  # noqa: E402, I100
+from ik_solver.ros.markers import arm_points, MarkerPublisher, MAX_RATE, outcome_markers  # noqa: E402, I100
 from visualization_msgs.msg import Marker  # noqa: E402
 
 STAMP = SimpleNamespace(sec=0, nanosec=0)
@@ -97,10 +97,14 @@ class FakeNode:
         self.model = model
         self.published = []
         self.logged = []
+        self.timers = []
 
     def create_publisher(self, msg_type, topic, depth):
         self.topic = topic
         return SimpleNamespace(publish=self.published.append)
+
+    def create_timer(self, period, callback):
+        self.timers.append((period, callback))
 
     def get_clock(self):
         return SimpleNamespace(now=lambda: SimpleNamespace(to_msg=lambda: STAMP))
@@ -114,14 +118,34 @@ def test_publisher_skips_controller_events_and_results_of_another_model(planar3)
     publisher = MarkerPublisher(node)
     assert node.topic == '~/markers'
     publisher.on_outcome(Outcome('controller', 'success', execution='succeeded'))
+    publisher.publish_latest()
     assert node.published == []
     publisher.on_outcome(Outcome('topic', 'success', target=np.eye(4), result=SimpleNamespace(joints=np.zeros(7))))
+    publisher.publish_latest()
     assert node.published == [] and 'shape' in node.logged[0]  # a 7-joint result on a 3-joint chain: not drawn
     publisher.on_outcome(Outcome('topic', 'success', target=np.eye(4), result=SimpleNamespace(joints=np.zeros(3))))
+    publisher.publish_latest()
     assert len(node.published) == 1 and {m.ns for m in node.published[0].markers} >= {'target', 'arm'}
     node.model = None
     publisher.on_outcome(Outcome('topic', 'success', target=np.eye(4)))
+    publisher.publish_latest()
     assert len(node.published) == 1
+
+
+def test_outcomes_are_only_recorded_and_the_newest_is_drawn_once_from_a_bounded_rate_timer(planar3):
+    node = FakeNode(SimpleNamespace(chain=planar3))
+    publisher = MarkerPublisher(node)
+    (period, tick), = node.timers
+    assert period >= 1.0 / MAX_RATE and tick == publisher.publish_latest
+    for k in range(200):  # a 200 Hz stream for a second: nothing is built or published on its way
+        publisher.on_outcome(Outcome('topic', 'success', target=make_pose([0.1 * k, 0.0, 0.0], [0, 0, 0, 1]),
+                                     result=SimpleNamespace(joints=np.zeros(3))))
+    assert node.published == []
+    tick()
+    tick()  # nothing new since: nothing published
+    assert len(node.published) == 1
+    target = by_ns(node.published[0].markers)['target']
+    assert xyz(target.points[0])[0] == pytest.approx(19.9)  # the newest outcome's target
 
 
 def test_rviz_config_shows_the_nodes_markers_and_robot():
