@@ -2,7 +2,14 @@
 
 Each node runs as its own process and is reached over DDS, as in use:
 
-    python -m ik_solver.tools.bench_node
+    python -m ik_solver.tools.bench_node [--load N]
+
+``--load N`` runs the same measurements with N busy-loop processes beside the nodes (a loaded
+machine).  Every phase prints its figure, or what failed; the run goes on to the next phase.
+The stream phase also reports whether each target was acted on, or superseded by a newer one
+acted on, within ``SERVED_WITHIN`` (the delay from a target to the first command for it or a
+newer one), and how fast the node acted on the stream.  The echo node (an rclpy node that only
+answers each target) runs in the same run, as the floor of what rclpy and DDS cost.
 
 The flood part is an attack: two publisher processes send targets as fast as they can
 (about 10 kHz each where the machine allows) while the arm is driven; it reports how old the
@@ -11,9 +18,11 @@ the ~/solve round trip during the flood (the node stays responsive).
 """
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 from ik_solver_interfaces.srv import SolveIK
 import numpy as np
@@ -28,8 +37,17 @@ from ..core.chain import load_chain
 from ..core.transforms import make_pose
 from ..ros.ik_node import TARGET_QOS
 from ..ros.messages import final_joint_positions, matrix_to_pose
+from ..ros.parameters import PARAMETERS
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])  # service requests are solved around it
+#: A streamed target counts as served when a command for it, or for a newer target, arrived within this [s].
+SERVED_WITHIN = 0.010
+#: How long the benchmark waits for one ~/solve answer before it counts the call as unanswered [s].
+CALL_TIMEOUT = 2.0
+#: A ~/solve answer is due within the node's solve timeout plus this margin [s].
+ANSWER_MARGIN = 0.050
+#: The node's default solve timeout [s] (parameter ``timeout``; the requests leave theirs at 0).
+SOLVE_TIMEOUT = next(p.default for p in PARAMETERS if p.name == 'timeout')
 
 
 def echo_node():
@@ -123,43 +141,103 @@ def percentiles(values_ms):
     return f'p50 {np.percentile(v, 50):.3f} ms, p99 {np.percentile(v, 99):.3f} ms (n = {len(v)})'
 
 
+def phase(name, measure):
+    """Run one measurement; print what failed and return None instead of ending the benchmark."""
+    try:
+        return measure()
+    except Exception as exc:  # a benchmark reports every phase it can
+        print(f'{name}: failed: {exc!r}')
+        traceback.print_exc(limit=3)
+        return None
+
+
+def busy_loops(count):
+    """Start ``count`` processes that spin on a core each (the load of ``--load``)."""
+    return [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(count)]
+
+
 def bench_ik_node(chain, observer, rate, seconds):
-    """Node ready time; latency of a smooth 200 Hz stream followed by the simulated arm; memory; RTF."""
+    """Node ready time; latency of a smooth stream followed by the simulated arm; flood; ~/solve; memory; RTF."""
+    if observer.solve_client.wait_for_service(timeout_sec=1.0):
+        raise RuntimeError(f"another ik_solver node answers on ROS domain {os.environ.get('ROS_DOMAIN_ID')}: "
+                           'set ROS_DOMAIN_ID to a free one')
     started = time.monotonic()
     node = start('ros.ik_node')
     try:
+        deadline = started + 300.0
         while not observer.solve_client.service_is_ready():
+            if not node.alive() or time.monotonic() > deadline:
+                raise RuntimeError(f'ik_solver_node did not offer ~/solve (log: {node.log_path})')
             time.sleep(0.005)
-        ready = time.monotonic() - started
-        sim = start('sim.sim_arm_node', physics_rate=1000.0, publish_rate=200.0)
-        factors = []
-        observer.create_subscription(Float64, 'sim_arm/real_time_factor', lambda m: factors.append(m.data), 10)
-        try:
-            while observer.latest_tip() is None:
-                time.sleep(0.01)
-            cpu0, wall0 = cpu_seconds(sim.pid), time.monotonic()
-            latencies, points = stream_latencies(chain, observer, rate, seconds)
-            sim_cpu = (cpu_seconds(sim.pid) - cpu0) / (time.monotonic() - wall0)
-            flooded = flood(chain, observer, seconds)
-        finally:
-            sim.stop()
-        round_trips = service_round_trips(chain, observer, 300)
-        memory = rss_mb(node.pid)
+        print(f'ik_solver_node ready (solve service available) {time.monotonic() - started:.2f} s after start')
+        phase('simulated arm', lambda: bench_with_arm(chain, observer, rate, seconds))
+        phase('~/solve', lambda: report_calls('~/solve service round trip', service_round_trips(chain, observer, 300)))
+        print(f'ik_solver_node resident memory: {rss_mb(node.pid):.0f} MB')
     finally:
         node.stop()
-    return ready, latencies, points, round_trips, memory, (factors, sim_cpu), flooded
+
+
+def bench_with_arm(chain, observer, rate, seconds):
+    """Measure the stream and the flood with the simulated arm running, and its real-time factor and CPU."""
+    sim = start('sim.sim_arm_node', physics_rate=1000.0, publish_rate=200.0)
+    factors = []
+    observer.create_subscription(Float64, 'sim_arm/real_time_factor', lambda m: factors.append(m.data), 10)
+    try:
+        deadline = time.monotonic() + 60.0
+        while observer.latest_tip() is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f'the simulated arm published no tip pose (log: {sim.log_path})')
+            time.sleep(0.01)
+        cpu0, wall0 = cpu_seconds(sim.pid), time.monotonic()
+        phase('stream', lambda: report_stream(rate, seconds, stream_latencies(chain, observer, rate, seconds)))
+        sim_cpu = (cpu_seconds(sim.pid) - cpu0) / (time.monotonic() - wall0)
+        phase('flood', lambda: report_flood(seconds, flood(chain, observer, seconds)))
+    finally:
+        sim.stop()
+    if factors:
+        print(f'sim_arm_node, 7-DoF, 1 kHz physics, during the stream: real-time factor '
+              f'{np.mean(factors):.3f} (min {np.min(factors):.3f}), {100 * sim_cpu:.0f} % of one core')
+
+
+def report_stream(rate, seconds, measured):
+    latencies, points, served = measured
+    print(f'target -> trajectory, a circle streamed at {rate:.0f} Hz to the simulated arm: '
+          f'{percentiles(latencies)}, {np.mean(points) if points else float("nan"):.1f} points per trajectory')
+    within = np.sum(served <= SERVED_WITHIN * 1e3)
+    print(f'  acted on {len(latencies) / seconds:.0f} targets/s; served (acted on, or superseded by a newer one '
+          f'acted on) within {SERVED_WITHIN * 1e3:.0f} ms: {within} of {len(served)}; delay to the first command '
+          f'for it or a newer one: {percentiles(served[np.isfinite(served)])}, '
+          f'max {np.max(served):.1f} ms')
+
+
+def report_flood(seconds, measured):
+    ages, answered, superseded, calls = measured
+    print(f'flood, 2 publishers for {seconds:g} s: {answered} targets answered, {superseded} superseded; '
+          f'age of the targets acted on: {percentiles(ages)}')
+    report_calls('  ~/solve during the flood', calls)
+
+
+def report_calls(what, calls):
+    """Print the round trips of answered calls, and how many were unanswered, failed or late."""
+    times = [t for t, answer in calls if answer == 'success']
+    failed = sum(answer not in ('success', 'unanswered') for _, answer in calls)
+    unanswered = sum(answer == 'unanswered' for _, answer in calls)
+    late = sum(t > (SOLVE_TIMEOUT + ANSWER_MARGIN) * 1e3 for t, _ in calls)
+    print(f'{what}: {percentiles(times)}, max {max((t for t, _ in calls), default=float("nan")):.1f} ms; '
+          f'{unanswered} unanswered (> {CALL_TIMEOUT:g} s), {failed} failed, {late} later than the solve '
+          f'timeout + {ANSWER_MARGIN * 1e3:.0f} ms')
 
 
 def flood(chain, observer, seconds, publishers=2):
-    """Flood the node from ``publishers`` processes; (target ages [ms], statuses, superseded, round trips [ms])."""
+    """Flood the node from ``publishers`` processes; (target ages [ms], statuses, superseded, calls)."""
     floods = [NodeProcess('tools.bench_node', [], tempfile.NamedTemporaryFile(
         prefix='bench_flood_', suffix='.log', delete=False).name, args=['--flood', str(seconds)])
         for _ in range(publishers)]
     t0 = time.monotonic()
-    round_trips = []
+    calls = []
     try:
         while any(f.alive() for f in floods):
-            round_trips += service_round_trips(chain, observer, 1)
+            calls += service_round_trips(chain, observer, 1)
             time.sleep(0.1)
     finally:
         for f in floods:
@@ -170,14 +248,20 @@ def flood(chain, observer, seconds, publishers=2):
     with observer.lock:
         statuses = [m for t, m in observer.statuses if t >= t0 and m.source == 'topic']
     ages = [s.target_age * 1e3 for s in statuses]
-    return ages, len(statuses), sum(s.superseded for s in statuses), round_trips
+    return ages, len(statuses), sum(s.superseded for s in statuses), calls
 
 
 def stream_latencies(chain, observer, rate, seconds):
-    """Stream a circle at ``rate``; latency = trajectory received - its target sent (matched by the goal)."""
+    """Stream a circle at ``rate``; (latencies [ms], points per trajectory, served delays [ms] of each target).
+
+    Latency: trajectory received - its target sent (matched by the goal).  Served delay of target k: the
+    first trajectory for target k or a newer one, received - target k sent (inf: none came).
+    """
     start_pose = make_pose([0.5, 0.0, 0.5], DOWN)
+    deadline = time.monotonic() + 30.0
     while observer.wait_status(observer.send_target(start_pose), timeout=0.5) is None:
-        pass  # the node's subscription is matched a moment after its service
+        if time.monotonic() > deadline:
+            raise RuntimeError('the node answered no target within 30 s')
     observer.wait_settled(time.monotonic() + 0.1)
     _, targets = circle(start_pose[:3, 3], 0.12, seconds, rate, 1, DOWN)  # one loop: every goal unique
     goals = np.array([T[:3, 3] for T in targets])
@@ -192,34 +276,41 @@ def stream_latencies(chain, observer, rate, seconds):
     with observer.lock:
         received = [(t, m) for t, m in observer.trajectories if t >= t0]
     latencies, points = [], []
+    first = np.full(len(targets), np.inf)  # when the first command for each target arrived
     for t, msg in received:
         p = chain.fk(final_joint_positions(msg, chain.joint_names))[:3, 3]
         k = int(np.argmin(np.linalg.norm(goals - p, axis=1)))
         if np.linalg.norm(goals[k] - p) < 1e-4:
             latencies.append((t - sent[k]) * 1e3)
             points.append(len(msg.points))
+            first[k] = min(first[k], t)
+    served = (np.minimum.accumulate(first[::-1])[::-1] - np.array(sent)) * 1e3
     print(f'  {len(received)} trajectories for {len(targets)} targets')
-    return latencies, points
+    return latencies, points, served
 
 
 def service_round_trips(chain, observer, count):
+    """Call ~/solve ``count`` times; [(round trip [ms], 'success' | 'unanswered' | the failure reason)]."""
     rng = np.random.default_rng(1)
-    times = []
+    calls = []
     for q in HOME + rng.uniform(-0.3, 0.3, (count, chain.n)):
         request = SolveIK.Request()
         request.target.header.frame_id = chain.base_link
         request.target.pose = matrix_to_pose(chain.fk(q))
         start_time = time.monotonic()
-        response = observer.call(observer.solve_client, request)
-        times.append((time.monotonic() - start_time) * 1e3)
-        assert response is not None and response.success
-    return times
+        response = observer.call(observer.solve_client, request, timeout=CALL_TIMEOUT)
+        elapsed = (time.monotonic() - start_time) * 1e3
+        answer = 'unanswered' if response is None else 'success' if response.success else \
+            f'reason {response.reason}: {response.message}'
+        calls.append((elapsed, answer))
+    return calls
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--rate', type=float, default=200.0, help='target stream rate [Hz]')
-    parser.add_argument('--seconds', type=float, default=5.0)
+    parser.add_argument('--seconds', type=float, default=5.0, help='length of the stream, the flood, the echo [s]')
+    parser.add_argument('--load', type=int, default=0, help='busy-loop processes running beside the nodes')
     parser.add_argument('--echo', action='store_true', help=argparse.SUPPRESS)  # run echo_node (internal)
     parser.add_argument('--flood', type=float, help=argparse.SUPPRESS)  # run one flood publisher (internal)
     args, _ = parser.parse_known_args(argv)
@@ -231,24 +322,20 @@ def main(argv=None):
     rclpy.init()
     chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
     observer = ArmObserver(chain.joint_names)
+    load = busy_loops(args.load)
+    print(f'{args.load} busy-loop processes beside the nodes; load average {os.getloadavg()[0]:.2f}')
     try:
-        ready, latencies, points, round_trips, memory, (factors, cpu), flooded = bench_ik_node(
-            chain, observer, args.rate, args.seconds)
-        print(f'ik_solver_node ready (solve service available) {ready:.2f} s after start')
-        print(f'target -> trajectory, a circle streamed at {args.rate:.0f} Hz to the simulated arm: '
-              f'{percentiles(latencies)}, {np.mean(points):.1f} points per trajectory')
-        print(f'~/solve service round trip: {percentiles(round_trips)}')
-        ages, answered, superseded, flood_trips = flooded
-        print(f'flood, 2 publishers for {args.seconds:g} s: {answered} targets answered, {superseded} superseded; '
-              f'age of the targets acted on: {percentiles(ages)}; ~/solve during the flood: {percentiles(flood_trips)}')
-        print(f'ik_solver_node resident memory: {memory:.0f} MB')
-        floor = echo_latencies(observer, args.rate, args.seconds)
-        print(f'for comparison, an rclpy node that only echoes each target: {percentiles(floor)}')
-        print(f'sim_arm_node, 7-DoF, 1 kHz physics, during the stream: real-time factor '
-              f'{np.mean(factors):.3f} (min {np.min(factors):.3f}), {100 * cpu:.0f} % of one core')
+        phase('ik_solver_node', lambda: bench_ik_node(chain, observer, args.rate, args.seconds))
+        phase('echo node', lambda: print(f'for comparison, an rclpy node that only echoes each target: '
+                                         f'{percentiles(echo_latencies(observer, args.rate, args.seconds))}'))
     finally:
+        print(f'load average at the end: {os.getloadavg()[0]:.2f}')
+        for process in load:
+            process.kill()
+            process.wait()
         observer.close()
         rclpy.try_shutdown()
+    return 0
 
 
 if __name__ == '__main__':
