@@ -35,6 +35,7 @@ import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -53,13 +54,18 @@ CONTROL_PERIOD = 0.001
 TOLERANCE = 0.01
 POSITION_EPS = 1e-6
 #: The period a command may move the arm by at the velocity limit [s]: the IK node's sample period and the
-#: servo's publish period.
+#: servo's publish period.  A trajectory's next point may lie as much further as the velocity limit allows in
+#: the time until it.
 COMMAND_PERIOD = 0.01
 #: How far the physics may trail a command it tracks [rad]: a trajectory's reference is followed with
 #: velocity feed-forward, a forward_position target without (the servo lags by kv / kp x velocity).
 TRACKING = {'ik': 0.02, 'servo': 0.06}
+#: Truth samples further apart than this [s] (the simulator's physics skipped ahead) judge no command between.
+TRUTH_GAP = 0.05
 #: A command sent after this long without one [s] is the first of a motion.
 IDLE = 0.5
+#: Violating commands whose messages (and the command before) go into the result, for the investigation.
+DUMPS = 8
 #: A stream pause longer than this many periods starts a new stream (its first differences are not
 #: derivatives), as the simulator's StreamRate.
 GAP_PERIODS = 5.0
@@ -252,8 +258,8 @@ class TrajectoryCheck:
         """Violations (list of dicts) of one trajectory that arrives at ``arrival`` [s], and its first output.
 
         ``stamp``: header.stamp [s] (0: start at arrival); ``points``: [(time_from_start, p, v, a)] in
-        the message's joint order.  Returns (violations, (q, v, a) of the controller's first tick, or None when
-        the controller refuses the trajectory).
+        the message's joint order.  Returns (violations, (positions, seconds after arrival) of the first point
+        the controller has still to reach, or None when the controller refuses the trajectory).
         """
         refusal = controller_refusal(list(names), points, self.limits.names)
         if refusal is not None:
@@ -273,7 +279,8 @@ class TrajectoryCheck:
         violations = self.violations(np.vstack([before[0], q]), np.vstack([before[1], v]),
                                      np.vstack([before[2], a]), ticks - arrival)
         self.previous = trajectory
-        return violations, (q[0], v[0], a[0])
+        k = min(int(np.searchsorted(start + times, arrival)), len(times) - 1)
+        return violations, (pos[k], max(0.0, start + times[k] - arrival))
 
     def violations(self, q, v, a, times):
         """Violations of sampled outputs (rows: the state before, then one per tick at ``times`` after arrival)."""
@@ -365,9 +372,9 @@ class Truth:
         self._q = np.asarray(self.positions, float)[order]
 
     def at(self, t):
-        """Positions at ``t`` [s] (linear between samples; None outside the recorded span)."""
+        """Positions at ``t`` [s] (linear between samples; None outside the recorded span or in a gap)."""
         k = int(np.searchsorted(self._t, t))
-        if k == 0 or k >= len(self._t):
+        if k == 0 or k >= len(self._t) or self._t[k] - self._t[k - 1] > TRUTH_GAP:
             return None
         w = (t - self._t[k - 1]) / max(self._t[k] - self._t[k - 1], 1e-9)
         return (1 - w) * self._q[k - 1] + w * self._q[k]
@@ -415,6 +422,7 @@ class Lane:
         self.executors = []
         self.refusals = Counter()    # the servo's INVALID statuses by message (numbers dropped)
         self.reference_available = False
+        self.lie_times = []          # (kind, start, end) [s, ROS clock] of every lie told
 
     # -- processes --
 
@@ -488,6 +496,12 @@ class Lane:
             threading.Thread(target=executor.spin, daemon=True).start()
             self.executors.append(executor)
 
+    def strangers(self, seconds=1.5):
+        """Return the other nodes on this lane's domain after ``seconds`` of discovery (none: it is ours)."""
+        time.sleep(seconds)
+        own = {self.client.get_name(), self.relay.get_name()}
+        return sorted({name for name, _ in self.client.get_node_names_and_namespaces()} - own)
+
     def close(self):
         import rclpy
         for executor in self.executors:
@@ -541,16 +555,21 @@ class Lane:
     def wait_ready(self, timeout=STARTUP_TIMEOUT):
         """Wait until the node answers (IK: a first ~/solve, timed; servo: its first status); False on timeout."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and (not self.recent or (self.kind == 'servo' and self.tip is None)):
+        while not self.recent or (self.kind == 'servo' and self.tip is None):
+            if not self.alive() or time.monotonic() > deadline:
+                return False
             time.sleep(0.05)
         if self.kind == 'ik':
             return self._first_solve(deadline)
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.alive():
             with self.lock:
                 if sum(self.statuses.values()):
                     return True
             time.sleep(0.05)
         return False
+
+    def alive(self):
+        return all(p.alive() for p in self.processes)
 
     def _first_solve(self, deadline):
         """Time the IK node's first ~/solve: from its process start to the service, and the call itself."""
@@ -558,6 +577,8 @@ class Lane:
         from ..ros.messages import matrix_to_pose
         client = self.client.create_client(SolveIK, 'ik_solver/solve')
         while time.monotonic() < deadline and not client.service_is_ready():
+            if not self.alive():
+                return False
             time.sleep(0.01)
         self.first_solve = {'service_after_start': time.monotonic() - self.node_started}
         request = SolveIK.Request()
@@ -649,8 +670,10 @@ class Lane:
             if not self.running or time.monotonic() >= end:
                 break
             kind = kinds[self.rng.integers(len(kinds))]
+            began = self.now()
             getattr(self, f'_lie_{kind}')()
             self.lies[kind] += 1
+            self.lie_times.append((kind, began, self.now()))
 
     def _state(self, source, positions=None, stamp=None, velocity=None):
         from sensor_msgs.msg import JointState
@@ -765,49 +788,105 @@ class Lane:
         truth.freeze()
         period = COMMAND_PERIOD
         allowed = self.limits.velocity * period + TRACKING[self.kind]
-        violations, distances, firsts = [], [], []
+        skips = self.physics_skips()
+        violations, distances, firsts, dumps = [], [], [], []
         if self.kind == 'ik':
             checker = TrajectoryCheck(self.limits)
         else:
             checker = StreamCheck(self.limits, period)
         last_sent = None
         for index, (received, sent, msg) in enumerate(commands):
-            true = truth.at(sent)
+            true = None if any(s - 1.0 <= sent <= s + 1.0 for s in skips) else truth.at(sent)
             if self.kind == 'ik':
                 if checker.rest is None:
                     checker.rest = (true if true is not None else truth._q[0], np.zeros(len(allowed)),
                                     np.zeros(len(allowed)))
                 points = [(stamp_seconds(p.time_from_start), list(p.positions), list(p.velocities),
                            list(p.accelerations)) for p in msg.points]
-                found, first = checker.check(sent, stamp_seconds(msg.header.stamp), list(msg.joint_names), points)
-                commanded = None if first is None else first[0]
+                found, ahead = checker.check(sent, stamp_seconds(msg.header.stamp), list(msg.joint_names), points)
+                commanded, horizon = (None, 0.0) if ahead is None else ahead
             else:
                 found = checker.check(sent, msg.data, held=truth._q[0])
-                commanded = np.asarray(msg.data, float)
+                commanded, horizon = np.asarray(msg.data, float), 0.0
             if commanded is not None and true is not None and np.isfinite(commanded).all():
                 distance = np.abs(commanded - true)
-                if (distance > allowed).any():
-                    j = int(np.argmax(distance - allowed))
+                bound = allowed + self.limits.velocity * max(0.0, horizon - period)
+                if (distance > bound).any():
+                    j = int(np.argmax(distance - bound))
                     found.append({'quantity': 'distance from the true state', 'joint': self.limits.names[j],
-                                  'value': float(distance[j]), 'limit': float(allowed[j]), 'time': sent})
+                                  'value': float(distance[j]), 'limit': float(bound[j]), 'time': sent})
                 distances.append(float(distance.max()))
                 if last_sent is None or sent - last_sent > IDLE:
                     firsts.append(float(distance.max()))
             last_sent = sent
             for v in found:
                 violations.append({'lane': self.kind, 'command': index, 'sent': sent, **v})
+            if found and len(dumps) < DUMPS:
+                dumps.append(self._dump(commands, index, truth))
         return {'violations': violations, 'max_distance': max(distances, default=None),
                 'max_first_distance': max(firsts, default=None), 'first_commands': len(firsts),
-                'checked': len(commands), 'allowed_distance': allowed.tolist()}
+                'checked': len(commands), 'allowed_distance': allowed.tolist(), 'dumps': dumps}
+
+    def _dump(self, commands, index, truth):
+        """Return a violating command and the one before it, with the true state and the lies around them."""
+        out = []
+        for k in (index - 1, index):
+            if k < 0:
+                continue
+            received, sent, msg = commands[k]
+            true = truth.at(sent)
+            entry = {'index': k, 'received': received, 'sent': sent,
+                     'true': None if true is None else np.round(true, 5).tolist()}
+            if self.kind == 'ik':
+                entry['stamp'] = stamp_seconds(msg.header.stamp)
+                entry['points'] = [(round(stamp_seconds(p.time_from_start), 6), np.round(p.positions, 5).tolist(),
+                                    np.round(p.velocities, 4).tolist(), np.round(p.accelerations, 3).tolist())
+                                   for p in msg.points[:6]] + [len(msg.points)]
+            else:
+                entry['data'] = np.round(msg.data, 5).tolist()
+            out.append(entry)
+        sent = commands[index][1]
+        out.append({'lies': [lie for lie in self.lie_times if lie[1] - 3.0 <= sent <= lie[2] + 3.0]})
+        return out
+
+    def physics_skips(self):
+        """Return when the simulator's physics fell behind and skipped ahead [s] (from its log).
+
+        Around such a skip (its WARN is throttled to one a second) the physics executed commands late and then
+        lost time: its state is no truth for the commands of then.
+        """
+        sim = next((p for p in self.processes if p.module == 'sim.sim_arm_node'), None)
+        text = open(sim.log_path).read() if sim is not None else ''
+        return [float(t) for t in re.findall(r'\[(\d+\.\d+)\] \[sim_arm\]: the physics fell', text)]
+
+    def save(self):
+        """Write the commands, the truth and the lies told beside the logs (a pickle), for investigations."""
+        import pickle
+        rows = []
+        for received, sent, msg in self.commands:
+            if self.kind == 'ik':
+                rows.append((received, sent, stamp_seconds(msg.header.stamp), list(msg.joint_names),
+                             [(stamp_seconds(p.time_from_start), list(p.positions), list(p.velocities),
+                               list(p.accelerations)) for p in msg.points]))
+            else:
+                rows.append((received, sent, list(msg.data)))
+        path = os.path.join(self.log_dir, 'record.pickle')
+        with open(path, 'wb') as f:
+            pickle.dump({'commands': rows, 'truth': self.truth_log, 'lies': self.lie_times}, f)
+        return path
 
     def result(self, seconds_run, ready):
         findings = self.check() if ready else {'violations': [], 'checked': 0}
+        findings['record'] = self.save()
         logs = {p.module: p.log_path for p in self.processes}
         tracebacks = [m for m, path in logs.items() if 'Traceback' in open(path).read()]
+        tracebacks += [f'{m} exited' for m in getattr(self, 'exited', [])]
+        skips = len(self.physics_skips())
         return {'lane': self.kind, 'ready': ready, 'seconds': seconds_run, 'inputs': self.inputs,
                 'lies': dict(self.lies), 'lie_messages': dict(self.lie_messages), 'commands': len(self.commands),
                 'statuses': dict(self.statuses), 'refusals': dict(self.refusals),
-                'controller_state': self.reference_available, 'simulator_reports': len(self.sim_reports),
+                'controller_state': self.reference_available, 'physics_skips': skips,
+                'simulator_reports': len(self.sim_reports),
                 'simulator_report_samples': self.sim_reports[:3], 'first_solve': getattr(self, 'first_solve', None),
                 'logs': logs, 'tracebacks': tracebacks, **findings}
 
@@ -820,19 +899,30 @@ def run_lane(kind, seconds, seed, result_path, startup=STARTUP_TIMEOUT):
     """
     log_dir = tempfile.mkdtemp(prefix=f'soak_{kind}_')
     lane = Lane(kind, seed, log_dir)
-    lane.start_processes()
-    seconds_run, ready = 0.0, False
+    seconds_run, ready, error = 0.0, False, None
     try:
         lane.connect()
+        others = lane.strangers()
+        if others:
+            raise RuntimeError(f"ROS domain {os.environ.get('ROS_DOMAIN_ID')} is in use by {', '.join(others)}: "
+                               "its joint_states and commands would mix with the soak's (choose --domain)")
+        lane.start_processes()
         ready = lane.wait_ready(startup)
         if ready:
             seconds_run = lane.run(seconds)
+        else:
+            error = f'the node did not answer within {startup:g} s'
+    except RuntimeError as exc:
+        error = str(exc)
     finally:
         lane.running = False
+        lane.exited = [p.module for p in lane.processes if not p.alive()]
         lane.stop_processes()
         lane.close()
+    result = lane.result(seconds_run, ready)
+    result['error'] = error
     with open(result_path, 'w') as f:
-        json.dump(lane.result(seconds_run, ready), f)
+        json.dump(result, f)
 
 
 # -- the whole soak ------------------------------------------------------------------------------------------------
@@ -877,10 +967,28 @@ def soak(minutes, load, seed, lanes=('ik', 'servo'), domain=None, startup=STARTU
             else:
                 results.append({'lane': kind, 'ready': False, 'violations': [], 'error': f'exit code {p.returncode}'})
     finally:
+        for _, _, p in workers:
+            if p.poll() is None:
+                p.terminate()
+                p.wait(30)
         for hog in hogs:
             hog.kill()
             hog.wait()
     return results, loads
+
+
+def violation_causes(violations):
+    """Group violations by cause: away from the true state, at a trajectory's join (first two ticks), the rest."""
+    groups = {}
+    for v in violations:
+        if v['quantity'] == 'distance from the true state':
+            cause = 'away from the true state'
+        elif v.get('time', 1.0) <= 2.5 * CONTROL_PERIOD and v['quantity'] != 'malformed':
+            cause = 'at the join (first two ticks)'
+        else:
+            cause = v['quantity']
+        groups.setdefault(cause, []).append(v)
+    return groups
 
 
 def report(results, loads, minutes, load):
@@ -897,26 +1005,33 @@ def report(results, loads, minutes, load):
         inputs = 'targets' if lane == 'ik' else 'twists'
         lines.append(f'[{lane}] ran {r["seconds"] / 60:.2f} min; {inputs} sent {r["inputs"]}; commands sent '
                      f'{r["commands"]} (checked {r["checked"]})')
+        if lane == 'ik' and not r.get('controller_state'):
+            lines.append('[ik] control_msgs is not installed: no controller_state (the simulator publishes none, the '
+                         'node reads none), so no lies on it')
         lines.append(f'[{lane}] lies (episodes): ' + ', '.join(f'{k} {v}' for k, v in sorted(r['lies'].items()))
                      + f'; messages {sum(r["lie_messages"].values())}')
         lines.append(f'[{lane}] statuses: ' + ', '.join(f'{k} {v}' for k, v in sorted(r['statuses'].items(),
                                                                                       key=lambda kv: -kv[1])))
-        lines.append(f'[{lane}] commands outside the limits as the controller would execute them: '
-                     f'{len(r["violations"])}')
-        for v in r['violations'][:10]:
-            lines.append(f'    {v}')
+        flagged = {v['command'] for v in r['violations']}
+        lines.append(f'[{lane}] commands outside the limits as the controller would execute them: {len(flagged)}')
+        for cause, found in violation_causes(r['violations']).items():
+            worst = max(found, key=lambda v: abs(v.get('value', 0.0)) / max(v.get('limit', 1.0), 1e-9))
+            lines.append(f'    {cause}: {len({v["command"] for v in found})} command(s); worst: ' + ', '.join(
+                f'{k} {worst[k]:.6g}' if isinstance(worst[k], float) else f'{k} {worst[k]}'
+                for k in ('command', 'quantity', 'joint', 'value', 'limit', 'time') if k in worst))
         md, mf = r.get('max_distance'), r.get('max_first_distance')
         lines.append(f'[{lane}] max distance from the true state: any command {md if md is None else f"{md:.4f}"} '
                      f'rad, a first command {mf if mf is None else f"{mf:.4f}"} rad ({r["first_commands"]} first '
                      f'commands; allowed v_max x {COMMAND_PERIOD} s + {TRACKING[lane]} rad)')
-        lines.append(f'[{lane}] simulator limit reports (its own witness): {r["simulator_reports"]}'
+        lines.append(f'[{lane}] simulator limit reports (its own witness): {r["simulator_reports"]}; its physics '
+                     f'skipped ahead {r.get("physics_skips", 0)} time(s) (commands within 1 s not judged against it)'
                      + (f'; tracebacks in {r["tracebacks"]}' if r['tracebacks'] else ''))
         if r.get('first_solve'):
             fs = r['first_solve']
             lines.append(f'[{lane}] first ~/solve: service {fs.get("service_after_start", float("nan")):.2f} s '
                          f'after the node started; first call {fs.get("first_call", float("nan")):.3f} s, '
                          f'second {fs.get("second_call", float("nan")):.3f} s')
-        bad += len(r['violations']) + len(r['tracebacks'])
+        bad += len(flagged) + len(r['tracebacks'])
     lines.append(f'VIOLATIONS: {bad}')
     return '\n'.join(lines), bad
 
@@ -935,6 +1050,7 @@ def main(argv=None):
     parser.add_argument('--startup', type=float, default=STARTUP_TIMEOUT,
                         help='seconds a node may take to answer (default %(default)s: kernels may compile)')
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))   # stop the children on the way out
     if args.lane:
         run_lane(args.lane, args.seconds, args.seed, args.result, args.startup)
         return 0
