@@ -1,8 +1,11 @@
 """Benchmark of ik_servo_node: loop period, command latency, CPU, and how close its commands come to the limits.
 
-For each publish rate the simulated ik7 (kinematic: joints follow commands
-exactly) and the servo run as processes; this script streams random twists to
-the servo as a teleop would and measures, at the receiver:
+For each publish rate, with collision checking on and off, a simulated arm
+(kinematic: joints follow commands exactly) and the servo run as processes:
+the Panda with its meshes, its SRDF and a table with three boxes (the scene of
+bench_collision; Franka's acceleration and jerk limits), or the bundled ik7
+with config/ik7_scene.yaml.  This script streams random twists to the servo
+as a teleop would and measures, at the receiver:
 
 - the cycle period: intervals of the commands' publication stamps (DDS source
   timestamps, so the receiver's delays do not count);
@@ -16,9 +19,10 @@ the servo as a teleop would and measures, at the receiver:
   policy (the loop thread asks for SCHED_FIFO at ``thread_priority``, as MoveIt Servo's does);
 - the largest commanded joint velocity, acceleration and jerk (differences of
   the position stream at its nominal period) as fractions of the servo's limits
-  (read from servo_ik7.yaml's limit parameters, as the servo reads them).
+  (read from servo_ik7.yaml's limit parameters, as the servo reads them);
+- how many status messages said DECELERATE_FOR_COLLISION or HALT_FOR_COLLISION.
 
-    python -m ik_solver.tools.bench_servo [--seconds 60] [--rates 100 500]
+    python -m ik_solver.tools.bench_servo [--robot panda] [--seconds 60] [--rates 100 500] [--collisions on off]
 """
 import argparse
 import os
@@ -33,16 +37,61 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
+import yaml
 
+from .bench import robot_sources
+from .bench_collision import panda_files, SCENE as PANDA_SCENE
 from .bench_node import cpu_seconds, echo_node, percentiles
 from .launcher import NodeProcess
-from .resources import arm_files
+from .servo_collision_campaign import PANDA_ACCELERATION, PANDA_JERK
 from .servo_demo import servo_limits, servo_values, ServoClient, start_servo
 from ..core.chain import load_chain
+from ..motion.servo import Status
 from ..ros.ik_node import TARGET_QOS
 
 #: Command intervals longer than this many periods are pauses of the stream (halted), not cycle periods.
 GAP = 5
+#: Panda start: hand over the table, clear of the boxes.
+PANDA_START = [0.0, 0.3, 0.0, -2.0, 0.0, 2.3, 0.8]
+
+
+class Arm:
+    """What the benchmark runs: chain, servo and simulator parameters, the tip frame of tool-frame twists."""
+
+    def __init__(self, name):
+        self.name = name
+        if name == 'ik7':
+            urdf, base, tip = robot_sources()['ik7']
+            self.chain = load_chain(urdf, base, tip)
+            self.servo = {'srdf_file': 'config/ik7.srdf', 'scene_file': 'config/ik7_scene.yaml'}
+            self.sim = {}
+            values = servo_values()
+        else:
+            urdf, srdf, share = panda_files()
+            _, base, tip = robot_sources()['panda']
+            self.chain = load_chain(urdf, base, tip)
+            scene, limits = self._panda_files(base)
+            self.servo = {'urdf_file': urdf, 'base_link': base, 'tip_link': tip, 'srdf_file': srdf,
+                          'scene_file': scene, 'package_dirs': [share], 'joint_limits_file': limits}
+            self.sim = {'urdf_file': urdf, 'base_link': base, 'tip_link': tip, 'initial_positions': PANDA_START}
+            values = {**servo_values(), 'joint_limits_file': limits}
+        self.tip = self.chain.tip_link
+        self.limits = servo_limits(self.chain, values)
+
+    def _panda_files(self, base):
+        """Write the Panda's scene and joint limits as the servo reads them; return their paths."""
+        scene = {'frame': base, 'objects': [{'name': name, 'type': 'box', 'size': size, 'position': position}
+                                            for name, size, position in PANDA_SCENE]}
+        limits = {'joint_limits': {name: {'has_acceleration_limits': True, 'max_acceleration': float(a),
+                                          'has_jerk_limits': True, 'max_jerk': float(j)}
+                                   for name, a, j in zip(self.chain.joint_names, PANDA_ACCELERATION, PANDA_JERK)}}
+        paths = []
+        for prefix, content in (('scene', scene), ('limits', limits)):
+            with tempfile.NamedTemporaryFile('w', prefix=f'bench_servo_panda_{prefix}_', suffix='.yaml',
+                                             delete=False) as f:
+                yaml.safe_dump(content, f)
+                paths.append(f.name)
+        return paths
 
 
 class StampedCommands:
@@ -78,7 +127,7 @@ def real_time_threads(pid):
     return found
 
 
-def random_twists(client, seconds, rng):
+def random_twists(client, seconds, rng, tip='tool0'):
     """Stream random twists at 100 Hz: new ones every 0.2-1 s, with hands-off pauses now and then."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -88,7 +137,7 @@ def random_twists(client, seconds, rng):
             continue
         linear = rng.normal(size=3) * 0.1
         angular = rng.normal(size=3) * 0.4
-        frame = 'tool0' if rng.random() < 0.5 else 'base_link'
+        frame = tip if rng.random() < 0.5 else client.base_link
         client.stream(lambda t: client.twist(linear, angular, frame), min(hold, end - time.monotonic()))
 
 
@@ -142,7 +191,7 @@ def first_command_latencies(client, commands, trials):
                 break
             time.sleep(0.02)
         start, sent = len(commands.received), time.time()
-        client.twist((0.0, 0.0, 0.01), (0, 0, 0))
+        client.twist((0.0, 0.0, 0.01), (0, 0, 0), client.base_link)
         reply = first_reply(commands.received, start, sent)
         if reply:
             latencies.append(reply)
@@ -221,11 +270,13 @@ def echo_baseline(trials):
         echo.stop()
 
 
-def bench_rate(chain, limits, rate, seconds, rng, loop='thread'):
+def bench_rate(arm, rate, seconds, rng, loop='thread', check=True):
     period = 1.0 / rate
-    sim, servo = start_servo({'command_in_type': 'speed_units', 'publish_period': period, 'loop': loop},
-                             {'kinematic': True, 'publish_rate': 50.0}, prefix=f'bench_servo_{rate:g}')
-    client = ServoClient(chain.joint_names, record=('tips', 'statuses'))   # a light client: no command lost
+    sim, servo = start_servo({'command_in_type': 'speed_units', 'publish_period': period, 'loop': loop,
+                              'check_collisions': check, **arm.servo},
+                             {'kinematic': True, 'publish_rate': 50.0, **arm.sim}, prefix=f'bench_servo_{rate:g}')
+    client = ServoClient(arm.chain.joint_names, record=('tips', 'statuses'))   # a light client: no command lost
+    client.base_link = arm.chain.base_link
     commands = StampedCommands(client, 'forward_position_controller/commands')
     try:
         if not client.wait_ready(120.0):
@@ -234,14 +285,16 @@ def bench_rate(chain, limits, rate, seconds, rng, loop='thread'):
         streaming = streaming_latencies(client, commands, 40)
         real_time = real_time_threads(servo.pid)
         t0, cpu0 = time.monotonic(), cpu_seconds(servo.pid)
-        random_twists(client, seconds, rng)
+        random_twists(client, seconds, rng, arm.tip)
         cpu = (cpu_seconds(servo.pid) - cpu0) / (time.monotonic() - t0)
         time.sleep(0.5)
         samples = commands.since(t0)
         if len(samples) < 10:
             raise SystemExit(f'only {len(samples)} commands received:\n' + servo.output()[-3000:])
+        codes = [m.code for _, m in client.since(client.statuses, t0)]
+        braked = (codes.count(Status.DECELERATE_FOR_COLLISION), codes.count(Status.HALT_FOR_COLLISION))
         return (periods_ms(samples, period), (latencies, streaming), (cpu, real_time),
-                limit_fractions(samples, period, *limits))
+                limit_fractions(samples, period, *arm.limits), braked)
     finally:
         client.close()
         servo.stop()
@@ -250,38 +303,47 @@ def bench_rate(chain, limits, rate, seconds, rng, loop='thread'):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--robot', default='panda', choices=('panda', 'ik7'),
+                        help='panda: meshes, SRDF, a table and three boxes; ik7: the bundled arm and its scene')
     parser.add_argument('--seconds', type=float, default=60.0, help='length of the random twist stream per rate')
     parser.add_argument('--rates', type=float, nargs='+', default=[100.0, 500.0], help='publish rates [Hz]')
+    parser.add_argument('--collisions', nargs='+', default=['on', 'off'], choices=('on', 'off'),
+                        help="the servo's check_collisions, one run each")
     parser.add_argument('--loop', default='thread', choices=('thread', 'timer'), help="the servo's loop parameter")
     parser.add_argument('--echo', action='store_true', help=argparse.SUPPRESS)  # run the echo node (internal)
     args, _ = parser.parse_known_args(argv)
     if args.echo:
         from ..ros.spin import run_node
         return run_node(echo_node, [a for a in sys.argv if a != '--echo'])
-    chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
-    limits = servo_limits(chain, servo_values())
-    rng = np.random.default_rng(11)
+    arm = Arm(args.robot)
     rclpy.init()
     try:
         for rate in args.rates:
-            print(f'ik_servo_node at {rate:g} Hz ({args.loop} loop), {args.seconds:g} s of random twists:')
-            periods, latencies, cpu, fractions = bench_rate(chain, limits, rate, args.seconds, rng, args.loop)
-            print(f'  cycle period: p50 {np.percentile(periods, 50):.3f} ms, p99 {np.percentile(periods, 99):.3f} '
-                  f'ms, max {np.max(periods):.3f} ms (nominal {1e3 / rate:.3f} ms, n = {len(periods)})')
-            idle, streaming = latencies
-            print(f'  twist -> first command (idle servo), published: {percentiles(idle[:, 0])}; '
-                  f'received: {percentiles(idle[:, 1])}')
-            print(f'  jog change -> first command following it (servo streaming), published: '
-                  f'{percentiles(streaming[:, 0])}; received: {percentiles(streaming[:, 1])}')
-            cpu, real_time = cpu
-            print(f'  CPU: {100 * cpu:.0f} % of one core; real-time threads: {", ".join(real_time) or "none"}')
-            print(f'  largest commanded velocity {fractions[0]:.3f}, acceleration {fractions[1]:.3f}, '
-                  f'jerk {fractions[2]:.3f} of the limits')
+            for checking in args.collisions:
+                print(f'ik_servo_node on {arm.name} at {rate:g} Hz ({args.loop} loop), check_collisions {checking}, '
+                      f'{args.seconds:g} s of random twists:')
+                report(rate, *bench_rate(arm, rate, args.seconds, np.random.default_rng(11), args.loop,
+                                         checking == 'on'))
         floor = echo_baseline(100)
         print('for comparison, message -> reply of an rclpy echo node (bench_node.echo_node), published: '
               f'{percentiles(floor[:, 0])}; received: {percentiles(floor[:, 1])}')
     finally:
         rclpy.try_shutdown()
+
+
+def report(rate, periods, latencies, cpu, fractions, braked):
+    print(f'  cycle period: p50 {np.percentile(periods, 50):.3f} ms, p99 {np.percentile(periods, 99):.3f} '
+          f'ms, max {np.max(periods):.3f} ms (nominal {1e3 / rate:.3f} ms, n = {len(periods)})')
+    idle, streaming = latencies
+    print(f'  twist -> first command (idle servo), published: {percentiles(idle[:, 0])}; '
+          f'received: {percentiles(idle[:, 1])}')
+    print(f'  jog change -> first command following it (servo streaming), published: '
+          f'{percentiles(streaming[:, 0])}; received: {percentiles(streaming[:, 1])}')
+    cpu, real_time = cpu
+    print(f'  CPU: {100 * cpu:.0f} % of one core; real-time threads: {", ".join(real_time) or "none"}')
+    print(f'  largest commanded velocity {fractions[0]:.3f}, acceleration {fractions[1]:.3f}, '
+          f'jerk {fractions[2]:.3f} of the limits')
+    print(f'  status messages: {braked[0]} DECELERATE_FOR_COLLISION, {braked[1]} HALT_FOR_COLLISION')
 
 
 if __name__ == '__main__':
