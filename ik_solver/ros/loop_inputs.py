@@ -47,7 +47,7 @@ class LoopInputs:
     def new_cycle(self):
         """Take every waiting message now (a cycle is due) and let each subscription wake the loop again."""
         self._find()
-        self.dispatch(self._subscriptions)
+        self._dispatch(self._subscriptions)
         self._pending = list(self._subscriptions)
 
     def take(self, timeout):
@@ -59,7 +59,7 @@ class LoopInputs:
         ready = self._wait(self._pending, timeout)
         if ready:
             self._pending = [entry for entry in self._pending if entry not in ready]
-            self.dispatch(ready)
+            self._dispatch(ready)
 
     def _find(self):
         if self._subscriptions is None:
@@ -82,7 +82,7 @@ class LoopInputs:
         return [entry for entry in entries if entry[0].handle.pointer in ready]
 
     @staticmethod
-    def dispatch(entries):
+    def _dispatch(entries):
         """Run each subscription's callback on the messages in its queue (at most its depth: a flood refills it)."""
         for subscription, with_info in entries:
             for _ in range(max(subscription.qos_profile.depth, 1)):

@@ -6,10 +6,6 @@ from types import SimpleNamespace
 
 from ik_solver.ros.worker import MAX_DUTY, Worker
 import numpy as np
-import pytest
-import rclpy
-from rclpy.qos import QoSProfile
-from std_msgs.msg import Int64
 
 
 class FakeNode:
@@ -66,39 +62,6 @@ def test_the_worker_thread_runs_under_sched_fifo_or_says_why_not_once():
     else:
         assert policy[0] == os.SCHED_FIFO
         assert os.sched_getscheduler(threading.get_native_id()) == os.SCHED_OTHER  # only the worker's thread
-    worker.stop()
-
-
-@pytest.fixture
-def ros_node():
-    rclpy.init()
-    node = rclpy.create_node('worker_inputs_test')
-    yield node
-    node.destroy_node()
-    rclpy.try_shutdown()
-
-
-def test_a_subscription_in_inputs_is_taken_by_the_worker_thread_newest_first(ros_node):
-    worker = Worker(ros_node, priority=0)
-    taken = []
-    ros_node.create_subscription(Int64, 'worker_inputs', lambda m: taken.append(
-        (m.data, threading.current_thread().name)), QoSProfile(depth=1), callback_group=worker.inputs)
-    publisher = ros_node.create_publisher(Int64, 'worker_inputs', QoSProfile(depth=1))
-    assert _wait(lambda: publisher.get_subscription_count() == 1)
-    time.sleep(0.3)  # the worker finds the new subscription within INPUTS_LOOKUP
-    publisher.publish(Int64(data=-1))
-    assert _wait(lambda: taken) and taken == [(-1, 'worker')]  # no executor spins this node
-    release = threading.Event()
-    worker.post(release.wait, 5.0)
-    time.sleep(0.05)
-    for k in range(1000):  # while the thread is busy: the middleware keeps the newest only
-        publisher.publish(Int64(data=k))
-    time.sleep(0.2)
-    call = worker.run(lambda: len(taken))
-    release.set()
-    assert _wait(call.done)
-    assert _wait(lambda: taken[-1][0] == 999)
-    assert len(taken) <= 3  # one message per wake-up, not the flood
     worker.stop()
 
 
