@@ -9,24 +9,41 @@ ik_solver kernel is cached in
     $IK_SOLVER_CACHE_DIR, else $XDG_CACHE_HOME/ik_solver, else ~/.cache/ik_solver
 
 in a folder named by a hash of the *content* of every kernel source file the
-kernel can depend on (all of ``ik_solver/core``; for ``ik_solver/motion``
-kernels, motion's files too).  Any copy of the same code finds the same folder;
+kernel can depend on (all of ``ik_solver/core`` but ``NOT_KERNEL_SOURCES``; for
+``ik_solver/motion`` kernels, motion's files too).  Any copy of the same code finds the same folder;
 any edit of any of those files selects a new, empty one, so no kernel can
 outlive a change in a kernel it uses.  When the folder cannot be written,
 numba's own locations are used.
 
-While a kernel compiles for more than ``NOTICE_AFTER`` seconds, one line on the
-``ik_solver`` logger (stderr unless logging is configured) says so.
+A kernel missing from the cache is not compiled in the calling process (tens
+of seconds of CPU per entry kernel) unless ``IK_SOLVER_KERNELS=inline``: by
+default (``background``) the call runs the kernel's source interpreted
+(``interpreted``), at once and with the same results, only slower, while a
+background process (``compile_server``) compiles exactly the kernel types
+requested into this cache; a later call finds them there and runs compiled.
+``IK_SOLVER_KERNELS=interpreted`` never compiles (tests, debugging).
+
+While a kernel compiles, in this process for more than ``NOTICE_AFTER``
+seconds or in the background, one line on the ``ik_solver`` logger (stderr
+unless logging is configured) says so.
 """
+import base64
 import hashlib
 import logging
 import os
 import pathlib
+import pickle
 import shutil
+import subprocess
+import sys
 import threading
 import time
 
 from numba.core import caching, event
+from numba.core.compiler_lock import global_compiler_lock
+from numba.core.dispatcher import Dispatcher
+
+from . import interpreted
 
 #: Environment variable that overrides the cache folder.
 CACHE_ENV = 'IK_SOLVER_CACHE_DIR'
@@ -38,9 +55,21 @@ KEEP_VERSIONS = 3
 #: Typical compile CPU seconds of the entry kernels (a loaded machine takes longer), for the notice.
 TYPICAL_COMPILE_S = {'_solve_fast': 30, '_solve_one': 30, '_solve_batch': 60, 'fk_batch': 3}
 
+#: Environment variable: how a kernel missing from the cache runs (``MODES``; default the first).
+MODE_ENV = 'IK_SOLVER_KERNELS'
+MODES = ('background', 'inline', 'interpreted')
+#: Seconds between two looks into the cache for a kernel that compiles in the background.
+RECHECK_PERIOD = 1.0
+#: Looks (loads in a thread) after the background process has answered, before numba compiles it here.
+LOOKS_AFTER_ANSWER = 3
+#: Name of the file the background process writes when a warm-up has run through (``warm_up_done``).
+WARM_MARK = 'warm_up.done'
+
 _PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 #: Sub-packages holding kernels, and the sub-packages whose sources each one's kernels depend on.
 _DEPENDS = {'core': ('core',), 'motion': ('core', 'motion')}
+#: Files of those that hold no kernel and that no kernel imports: the cache machinery and the warm-up.
+NOT_KERNEL_SOURCES = frozenset({'kernel_cache.py', 'interpreted.py', 'compile_server.py', 'warmup.py'})
 _log = logging.getLogger('ik_solver')
 
 
@@ -67,6 +96,8 @@ def content_key(subpackage, package=_PACKAGE):
         digest = hashlib.sha256()
         for name in _DEPENDS[subpackage]:
             for path in sorted((package / name).glob('*.py')):
+                if path.name in NOT_KERNEL_SOURCES:
+                    continue
                 digest.update(f'{name}/{path.name}\0'.encode())
                 digest.update(path.read_bytes())
         _keys[package, subpackage] = digest.hexdigest()[:20]
@@ -158,8 +189,202 @@ def _notice(name):
                  f'about {typical} s' if typical else 'seconds', cache_root())
 
 
+def mode():
+    """Return how a kernel missing from the cache runs: one of MODES, from ``IK_SOLVER_KERNELS``."""
+    value = os.environ.get(MODE_ENV, '').strip().lower() or MODES[0]
+    if value not in MODES:
+        raise ValueError(f"{MODE_ENV} must be one of {', '.join(MODES)}; got {value!r}")
+    return value
+
+
+def kernel_folder(subpackage):
+    """Return the cache folder of this version of ``subpackage``'s kernels ('core' or 'motion')."""
+    return cache_root() / f'{subpackage}-{content_key(subpackage)}'
+
+
+def warm_up_done(subpackage='core'):
+    """Return whether a background warm-up has compiled every variant of this version into the cache."""
+    return (kernel_folder(subpackage) / WARM_MARK).is_file()
+
+
+class _Background:
+    """The compile server process of this process (``compile_server``): requests in, 'done <id>' lines out.
+
+    It outlives this process to finish what it was asked, so the next start finds the kernels cached.
+    """
+
+    def __init__(self):
+        self._proc = None
+        self._lock = threading.Lock()
+        self._next = 0
+        self.open = set()       # ids of requests not answered yet
+        self.failed = set()
+        self.asked = {}         # (kind, module, name, arguments) -> id
+
+    def request(self, kind, module, name, arguments=()):
+        """Ask for a kernel ('kernel', argument types) or a warm-up step ('call'); return its id, None if down."""
+        key = (kind, module, name, arguments)
+        with self._lock:
+            if key in self.asked:
+                return self.asked[key]
+            if not self._running():
+                return None
+            self._next += 1
+            line = base64.b64encode(pickle.dumps((self._next, kind, module, name, arguments))) + b'\n'
+            try:
+                self._proc.stdin.write(line)
+                self._proc.stdin.flush()
+            except OSError:
+                return None
+            self.open.add(self._next)
+            self.asked[key] = self._next
+            return self._next
+
+    def alive(self):
+        """Whether the server runs (or has not been needed yet)."""
+        return self._proc is None or self._proc.poll() is None
+
+    def _running(self):
+        if self._proc is None:
+            env = dict(os.environ, **{MODE_ENV: 'inline', CACHE_ENV: str(cache_root())})
+            try:
+                self._proc = subprocess.Popen([sys.executable, '-m', 'ik_solver.core.compile_server'], env=env,
+                                              cwd=str(_PACKAGE.parent), stdin=subprocess.PIPE,
+                                              stdout=subprocess.PIPE, start_new_session=True)
+            except OSError as exc:
+                _log.warning('ik_solver: no background compilation (%s); kernels compile on first use', exc)
+                return False
+            threading.Thread(target=self._read, name='ik_solver_compile_replies', daemon=True).start()
+            _log.warning('ik_solver: compiling kernels for this CPU in a background process, once (minutes of '
+                         'CPU); cached in %s; until then they run interpreted (slower)', cache_root())
+        return self._proc.poll() is None
+
+    def _read(self):
+        for line in self._proc.stdout:
+            word, ident = (line.decode(errors='replace').split() + ['', ''])[:2]
+            if word in ('done', 'failed') and ident.isdigit():
+                if word == 'failed':
+                    _log.warning('ik_solver: background compilation failed: %s', line.decode(errors='replace'))
+                    self.failed.add(int(ident))
+                self.open.discard(int(ident))
+        self.open.clear()
+
+
+_background = _Background()
+_next_look = {}   # (dispatcher, argument types) -> when to look into the cache again (monotonic s)
+
+
+def _compile_for_args(dispatcher, *args, **kws):
+    """Return what a Python call that finds no compiled kernel runs: the cached one, else the interpreted twin.
+
+    numba's dispatcher calls this (``Dispatcher._compile_for_args``) and then what it returns.
+
+    Kernels of other packages, and every kernel in 'inline' mode or when the
+    background process failed, take numba's own path (compile now).
+    """
+    if kws or getattr(dispatcher._cache, '_impl', None) is None \
+            or not isinstance(dispatcher._cache._impl.locator, ContentKeyedLocator):
+        return _numba_compile_for_args(dispatcher, *args, **kws)
+    entered = time.monotonic()
+    how = mode()
+    if how == 'inline':
+        return _numba_compile_for_args(dispatcher, *args, **kws)
+    types = tuple(dispatcher.typeof_pyval(a) for a in args)
+    if how == 'background' and not _look(dispatcher, types):
+        return _numba_compile_for_args(dispatcher, *args, **kws)
+    if dispatcher.overloads.get(types) is not None:
+        return dispatcher.overloads[types].entry_point
+    twin = _twins.get(dispatcher)
+    if twin is None:
+        twin = _twins[dispatcher] = interpreted.twin(dispatcher)
+    return interpreted.dilated(twin, entered)
+
+
+_twins = {}
+
+
+def _look(dispatcher, types):
+    """Look for a kernel in the cache, at most every RECHECK_PERIOD: False if numba must compile it here.
+
+    The first look loads it as numba would, or asks the background process for it.  Later looks
+    load it in a thread (a load takes longer than a solve's timeout), the call meanwhile interpreted;
+    once the background process has answered, LOOKS_AFTER_ANSWER misses leave it to numba (an
+    unwritable cache, a failed compilation).
+    """
+    key = (dispatcher, types)
+    now = time.monotonic()
+    if now < _next_look.get(key, 0.0):
+        return True
+    request = ('kernel', dispatcher.py_func.__module__, dispatcher.py_func.__name__, types)
+    ident = _background.asked.get(request)
+    if key not in _next_look:
+        if _load(dispatcher, types) is not None:
+            return True
+        ident = _background.request(*request)
+        if ident is None:
+            return False
+    elif ident in _background.failed or not _background.alive() or _answered.get(key, 0) >= LOOKS_AFTER_ANSWER:
+        return False
+    else:
+        if ident not in _background.open:
+            _answered[key] = _answered.get(key, 0) + 1
+        threading.Thread(target=_load, args=key, name='ik_solver_kernel_load', daemon=True).start()
+    _next_look[key] = now + RECHECK_PERIOD
+    return True
+
+
+_answered = {}   # (dispatcher, types) -> looks into the cache after the background process answered
+
+
+def _load(dispatcher, types):
+    """Return the entry point of ``dispatcher`` for argument ``types`` from the on-disk cache, or None."""
+    with global_compiler_lock:
+        existing = dispatcher.overloads.get(types)
+        if existing is not None:
+            return existing.entry_point
+        cres = dispatcher._cache.load_overload(types, dispatcher.targetctx)
+        if cres is None:
+            return None
+        dispatcher._cache_hits[types] += 1
+        if not cres.objectmode:
+            dispatcher.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+        dispatcher.add_overload(cres)
+        return cres.entry_point
+
+
+def compile_in_background(module, name, arguments=()):
+    """Ask the background process to run ``module.name(*arguments)`` (a warm-up step); False if it cannot run."""
+    return _background.request('call', module, name, tuple(arguments)) is not None
+
+
+def background_process():
+    """Return the background compiler of this process (a ``subprocess.Popen``), or None if none was needed."""
+    return _background._proc
+
+
+def wait_for_background(timeout=None):
+    """Wait until the background process has answered every request of this process; False on timeout.
+
+    Args:
+        timeout: seconds to wait at most (None: as long as it takes).
+    """
+    end = None if timeout is None else time.monotonic() + timeout
+    while _background.open and _background.alive():
+        if end is not None and time.monotonic() >= end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+_numba_compile_for_args = Dispatcher._compile_for_args
+
+
 def install():
-    """Register the locator (before any kernel module is imported) and the compile notice; idempotent."""
+    """Register the locator (before any kernel module is imported), the compile notice, the fallback; idempotent.
+
+    The fallback (``_compile_for_args``) runs a kernel missing from the cache interpreted (``MODES``).
+    """
     if ContentKeyedLocator not in caching.CacheImpl._locator_classes:
         caching.CacheImpl._locator_classes.insert(0, ContentKeyedLocator)
         event.register('numba:compile', _CompileNotice())
+        Dispatcher._compile_for_args = _compile_for_args
