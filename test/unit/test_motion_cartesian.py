@@ -65,15 +65,20 @@ def test_line_through_the_wrist_singularity_stops_before_the_flip(ik6):
     qa = np.array([0.3, -1.2, 1.5, -1.0, 0.4, 0.2])
     qb = qa.copy()
     qb[4] = -0.4  # wrist_2 through 0: wrist_1 and wrist_3 align
-    path = cartesian_path(solver, qa, [ik6.fk(qb)], max_step=0.005, jump_threshold=0.3)
+    # The jump threshold alone (no precision check) stops the path before the step that flips the wrist.
+    path = cartesian_path(solver, qa, [ik6.fk(qb)], max_step=0.005, jump_threshold=0.3, precision=None)
     assert path.fraction < 1.0
     assert np.abs(np.diff(path.joints, axis=0)).max() <= 0.3  # nothing beyond the threshold is in the path
     assert path.reason == 'joint_jump', (path.reason, path.message)
     assert 'more than the jump_threshold' in path.message
-    # Without a jump threshold the same line is "achieved" by flipping the wrist.
-    free = cartesian_path(solver, qa, [ik6.fk(qb)], max_step=0.005, jump_threshold=0.0)
+    # Without a jump threshold or a precision check the same line is "achieved" by flipping the wrist.
+    free = cartesian_path(solver, qa, [ik6.fk(qb)], max_step=0.005, jump_threshold=0.0, precision=None)
     assert free.fraction > path.fraction
     assert np.abs(np.diff(free.joints, axis=0)).max() > 0.3
+    # MoveIt's precision check alone stops it as early: the turning wrist takes the tip off the line.
+    cut = cartesian_path(solver, qa, [ik6.fk(qb)], max_step=0.005, jump_threshold=0.0)
+    assert cut.reason == 'joint_jump' and 'off the line' in cut.message, cut.message
+    assert cut.fraction <= path.fraction and np.abs(np.diff(cut.joints, axis=0)).max() <= 0.3
 
 
 def test_orientation_is_slerped_at_a_constant_rate_about_one_axis():
