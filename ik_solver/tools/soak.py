@@ -60,15 +60,14 @@ COMMAND_PERIOD = 0.01
 #: How far the physics may trail a command it tracks [rad]: a trajectory's reference is followed with
 #: velocity feed-forward, a forward_position target without (the servo lags by kv / kp x velocity).
 TRACKING = {'ik': 0.02, 'servo': 0.06}
+#: A stream command this many periods after the one before is late: its motion is that of the time waited.
+LATE = 1.5
 #: Truth samples further apart than this [s] (the simulator's physics skipped ahead) judge no command between.
 TRUTH_GAP = 0.05
 #: A command sent after this long without one [s] is the first of a motion.
 IDLE = 0.5
 #: Violating commands whose messages (and the command before) go into the result, for the investigation.
 DUMPS = 8
-#: A stream pause longer than this many periods starts a new stream (its first differences are not
-#: derivatives), as the simulator's StreamRate.
-GAP_PERIODS = 5.0
 #: Private domains of the soak's lanes: clear of the tests' 10-59 and of demos' pid-derived picks in 1-101 where
 #: possible.
 FIRST_DOMAIN, DOMAIN_PAIRS = 60, 20
@@ -308,18 +307,21 @@ class TrajectoryCheck:
 
 
 class StreamCheck:
-    """Checks a forward_position command stream: positions, and differences over the sender's nominal period.
+    """Checks a forward_position command stream: positions, and its differences as the controller takes them.
 
-    A pause longer than ``GAP_PERIODS`` periods starts a new stream: the controller held the last command,
-    so the first command after it is checked as a step from that (velocity), and accelerations and jerks
-    again once three commands of the new stream are known.
+    A command's step from the one before is judged over one period (the controller jumps to it, however
+    late it came).  Accelerations and jerks are judged on the sender's schedule, one period per command
+    (its send times jitter by a millisecond or two, its motion does not), except after a command came
+    ``LATE`` periods or more after the one before: a sender starved of CPU then catches up with the motion
+    of the time it waited.  After a pause the controller held the last command, so the first command after
+    it is a step from that.
     """
 
     def __init__(self, limits, period, tolerance=TOLERANCE):
         self.limits = limits
         self.period = period
         self.factor = 1.0 + tolerance
-        self.history = deque(maxlen=4)   # the last commands of the stream, newest last
+        self.history = deque(maxlen=4)   # (sent, q) of the last commands of the stream, newest last
         self.last_sent = None
 
     def check(self, sent, q, held=None):
@@ -329,30 +331,33 @@ class StreamCheck:
         if len(q) != len(lim.names) or not np.isfinite(q).all():
             self.last_sent = sent
             return [{'quantity': 'malformed', 'detail': f'{len(q)} values, finite: {bool(np.isfinite(q).all())}'}]
-        if self.last_sent is None or sent - self.last_sent > GAP_PERIODS * T:
-            anchor = self.history[-1] if self.history else np.asarray(held, float)
-            self.history.clear()
-            self.history.append(anchor)
+        if not self.history:   # the controller holds its target: the arm rests there
+            self.history.append((sent - T, np.asarray(held, float)))
         self.last_sent = sent
-        self.history.append(q)
-        h = list(self.history)
+        self.history.append((sent, q))
         found = []
         outside = np.maximum(lim.lower - POSITION_EPS - q, q - lim.upper - POSITION_EPS)
         if (outside > 0).any():
             j = int(np.argmax(outside))
             found.append({'quantity': 'position', 'joint': lim.names[j], 'value': float(q[j]),
                           'limit': float(lim.upper[j] if q[j] > lim.upper[j] else lim.lower[j]), 'time': sent})
-        derivatives = (('velocity over one period', np.diff(h[-2:], axis=0), lim.velocity),
-                       ('acceleration over one period', np.diff(h[-3:], 2, axis=0), lim.acceleration),
-                       ('jerk over one period', np.diff(h[-4:], 3, axis=0), lim.jerk))
-        for order, (quantity, values, bound) in enumerate(derivatives, 1):
-            if len(values):
-                value = values[0] / T ** order
-                excess = np.abs(value) - bound * f
-                if (excess > 0).any():
-                    j = int(np.argmax(excess))
-                    found.append({'quantity': quantity, 'joint': lim.names[j], 'value': float(value[j]),
-                                  'limit': float(bound[j]), 'time': sent})
+        times = [t for t, _ in self.history]
+        values = [x for _, x in self.history]
+        for order, (quantity, bound) in enumerate((('velocity over one period', lim.velocity),
+                                                   ('acceleration over one period', lim.acceleration),
+                                                   ('jerk over one period', lim.jerk))):
+            if len(values) < 2:
+                break
+            step = values[-1] - values[-2]
+            values = [(b - a) / (T if tb - ta < LATE * T else tb - ta)
+                      for a, b, ta, tb in zip(values, values[1:], times, times[1:])]
+            times = times[1:]
+            value = step / T if order == 0 else values[-1]   # a position jump is a jump however late it came
+            excess = np.abs(value) - bound * f
+            if (excess > 0).any():
+                j = int(np.argmax(excess))
+                found.append({'quantity': quantity, 'joint': lim.names[j], 'value': float(value[j]),
+                              'limit': float(bound[j]), 'time': sent})
         return found
 
 

@@ -121,3 +121,15 @@ def test_a_smooth_stream_passes_and_a_jump_is_flagged(limits):
     # after a pause the stream starts afresh from the held target: a step is still a step
     found = stream.check(200.0, q[-1] + [0.5, 0.0])
     assert _quantities(found) == {'velocity over one period'}, found
+
+
+def test_a_late_command_that_keeps_the_pace_passes_and_one_that_jumps_is_flagged(limits):
+    period = 0.01
+    stream = StreamCheck(limits, period)
+    sent = [100.0 + k * period for k in range(20)] + [100.26, 100.29, 100.30]  # starved: 70 ms, then 30 ms late
+    q = [np.array([0.1 * (t - 100.0), 0.0]) for t in sent]                        # 0.1 rad/s throughout
+    moving = np.array([-0.1 * period, 0.0])                                       # where it was a period before
+    assert all(stream.check(t, qi, held=moving) == [] for t, qi in zip(sent, q))
+    # 35 mrad more in one period: a jump of 3.5 rad/s
+    found = stream.check(100.31, q[-1] + [0.035, 0.0])
+    assert 'velocity over one period' in _quantities(found), found
