@@ -62,6 +62,8 @@ MODES = ('background', 'inline', 'interpreted')
 RECHECK_PERIOD = 1.0
 #: Looks (loads in a thread) after the background process has answered, before numba compiles it here.
 LOOKS_AFTER_ANSWER = 3
+#: Lock file (in the cache root) a background process holds while it compiles.
+LOCK_NAME = 'compile.lock'
 #: Name of the file the background process writes when a warm-up has run through (``warm_up_done``).
 WARM_MARK = 'warm_up.done'
 
@@ -230,7 +232,8 @@ class _Background:
             if not self._running():
                 return None
             self._next += 1
-            line = base64.b64encode(pickle.dumps((self._next, kind, module, name, arguments))) + b'\n'
+            payload = base64.b64encode(pickle.dumps((module, name, arguments))).decode()
+            line = f'{self._next} {kind} {payload}\n'.encode()
             try:
                 self._proc.stdin.write(line)
                 self._proc.stdin.flush()
@@ -248,9 +251,10 @@ class _Background:
         if self._proc is None:
             env = dict(os.environ, **{MODE_ENV: 'inline', CACHE_ENV: str(cache_root())})
             try:
-                self._proc = subprocess.Popen([sys.executable, '-m', 'ik_solver.core.compile_server'], env=env,
-                                              cwd=str(_PACKAGE.parent), stdin=subprocess.PIPE,
-                                              stdout=subprocess.PIPE, start_new_session=True)
+                cache_root().mkdir(parents=True, exist_ok=True)
+                self._proc = subprocess.Popen([sys.executable, str(_PACKAGE / 'core' / 'compile_server.py'),
+                                               str(cache_root() / LOCK_NAME)], env=env, cwd=str(_PACKAGE.parent),
+                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
             except OSError as exc:
                 _log.warning('ik_solver: no background compilation (%s); kernels compile on first use', exc)
                 return False

@@ -105,10 +105,11 @@ def node_ready(cache, timeout=120.0):
 
     from .bench_node import HOME, start
     from .observer import ArmObserver
-    from .resources import arm_files
+    from .resources import arm_files, local_ros_env
     from ..core.chain import load_chain
     from ..ros.messages import matrix_to_pose
 
+    local_ros_env()   # a private ROS domain for this process and the node: no other node answers
     rclpy.init()
     chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
     observer = ArmObserver(chain.joint_names)
@@ -128,7 +129,7 @@ def node_ready(cache, timeout=120.0):
         return float('nan'), None
     finally:
         node.stop()
-        observer.destroy_node()
+        observer.close()
         rclpy.try_shutdown()
         for pid in _compilers_of(cache):   # what the node had asked for is of no use to a deleted cache
             os.kill(pid, signal.SIGTERM)
@@ -140,7 +141,7 @@ def _compilers_of(cache):
     for entry in os.listdir('/proc'):
         try:
             with open(f'/proc/{entry}/cmdline', 'rb') as f:
-                if b'ik_solver.core.compile_server' not in f.read():
+                if b'compile_server.py' not in f.read():
                     continue
             with open(f'/proc/{entry}/environ', 'rb') as f:
                 if f'IK_SOLVER_CACHE_DIR={cache}'.encode() in f.read().split(b'\0'):
