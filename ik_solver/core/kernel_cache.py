@@ -53,7 +53,7 @@ NOTICE_AFTER = 1.0
 PRUNE_AFTER = 7 * 24 * 3600.0
 KEEP_VERSIONS = 3
 #: Typical compile CPU seconds of the entry kernels (a loaded machine takes longer), for the notice.
-TYPICAL_COMPILE_S = {'_solve_fast': 30, '_solve_one': 30, '_solve_batch': 60, 'fk_batch': 3}
+TYPICAL_COMPILE_S = {'solve_fast': 30, 'solve_one': 30, '_solve_batch': 60, 'fk_batch': 3}
 
 #: Environment variable: how a kernel missing from the cache runs (``MODES``; default the first).
 MODE_ENV = 'IK_SOLVER_KERNELS'
