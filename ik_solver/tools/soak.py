@@ -60,8 +60,9 @@ COMMAND_PERIOD = 0.01
 #: How far the physics may trail a command it tracks [rad]: a trajectory's reference is followed with
 #: velocity feed-forward, a forward_position target without (the servo lags by kv / kp x velocity).
 TRACKING = {'ik': 0.02, 'servo': 0.06}
-#: A stream command this many periods after the one before is late: its motion is that of the time waited.
-LATE = 1.5
+#: The most periods one late stream command may stand for (a longer pause: the stream stopped), and the speed
+#: [rad/s] below which a stream is at rest.
+MAX_PERIODS, REST = 100, 1e-6
 #: Truth samples further apart than this [s] (the simulator's physics skipped ahead) judge no command between.
 TRUTH_GAP = 0.05
 #: A command sent after this long without one [s] is the first of a motion.
@@ -310,19 +311,33 @@ class StreamCheck:
     """Checks a forward_position command stream: positions, and its differences as the controller takes them.
 
     A command's step from the one before is judged over one period (the controller jumps to it, however
-    late it came).  Accelerations and jerks are judged on the sender's schedule, one period per command
-    (its send times jitter by a millisecond or two, its motion does not), except after a command came
-    ``LATE`` periods or more after the one before: a sender starved of CPU then catches up with the motion
-    of the time it waited.  After a pause the controller held the last command, so the first command after
-    it is a step from that.
+    late it came).  Accelerations and jerks are judged on the sender's schedule: a command stands for one
+    period of motion (its send times jitter, its motion does not), or, sent late by a sender starved of CPU,
+    for up to the periods that elapsed (it may have caught up, or sent the missed cycle late): the number
+    that changes the velocity least.  After a pause the controller held the last command, so the first
+    command after it is a step from that.
     """
 
     def __init__(self, limits, period, tolerance=TOLERANCE):
         self.limits = limits
         self.period = period
         self.factor = 1.0 + tolerance
-        self.history = deque(maxlen=4)   # (sent, q) of the last commands of the stream, newest last
+        self.history = deque(maxlen=2)   # (sent, q) of the last two commands, newest last
         self.last_sent = None
+        self.velocity = self.acceleration = None   # of the stream, at the last command
+
+    def _pace(self, step, elapsed):
+        """Return (velocity, interval) of a command ``step`` after ``elapsed`` s.
+
+        The interval is the number of periods, from one to those elapsed (at most ``MAX_PERIODS``), that
+        changes the stream's velocity least; one period for a stream at rest (a move starts with it).
+        """
+        T = self.period
+        if self.velocity is None or np.abs(self.velocity).max() < REST:   # a stream at rest starts now
+            return step / T, T
+        candidates = [n * T for n in range(1, min(MAX_PERIODS, max(1, int(round(elapsed / T)))) + 1)]
+        interval = min(candidates, key=lambda h: np.abs(step / h - self.velocity).max())
+        return step / interval, interval
 
     def check(self, sent, q, held=None):
         """Violations of command ``q`` sent at ``sent`` [s]; ``held``: the target before the first command."""
@@ -341,18 +356,18 @@ class StreamCheck:
             j = int(np.argmax(outside))
             found.append({'quantity': 'position', 'joint': lim.names[j], 'value': float(q[j]),
                           'limit': float(lim.upper[j] if q[j] > lim.upper[j] else lim.lower[j]), 'time': sent})
-        times = [t for t, _ in self.history]
-        values = [x for _, x in self.history]
-        for order, (quantity, bound) in enumerate((('velocity over one period', lim.velocity),
-                                                   ('acceleration over one period', lim.acceleration),
-                                                   ('jerk over one period', lim.jerk))):
-            if len(values) < 2:
-                break
-            step = values[-1] - values[-2]
-            values = [(b - a) / (T if tb - ta < LATE * T else tb - ta)
-                      for a, b, ta, tb in zip(values, values[1:], times, times[1:])]
-            times = times[1:]
-            value = step / T if order == 0 else values[-1]   # a position jump is a jump however late it came
+        (t0, q0), (t1, q1) = self.history[-2], self.history[-1]
+        step = q1 - q0
+        velocity, interval = self._pace(step, t1 - t0)
+        checks = [('velocity over one period', step / T, lim.velocity)]  # a jump is a jump however late
+        if self.velocity is not None:
+            acceleration = (velocity - self.velocity) / interval
+            checks.append(('acceleration over one period', acceleration, lim.acceleration))
+            if self.acceleration is not None:
+                checks.append(('jerk over one period', (acceleration - self.acceleration) / interval, lim.jerk))
+            self.acceleration = acceleration
+        self.velocity = velocity
+        for quantity, value, bound in checks:
             excess = np.abs(value) - bound * f
             if (excess > 0).any():
                 j = int(np.argmax(excess))
@@ -592,7 +607,7 @@ class Lane:
         for label in ('first_call', 'second_call'):
             asked = time.monotonic()
             future = client.call_async(request)
-            while not future.done() and time.monotonic() < deadline:
+            while not future.done() and time.monotonic() < deadline and self.alive():
                 time.sleep(0.001)
             if not future.done():
                 return False

@@ -120,7 +120,7 @@ def test_a_smooth_stream_passes_and_a_jump_is_flagged(limits):
     assert {'velocity over one period', 'acceleration over one period'} <= _quantities(found), found
     # after a pause the stream starts afresh from the held target: a step is still a step
     found = stream.check(200.0, q[-1] + [0.5, 0.0])
-    assert _quantities(found) == {'velocity over one period'}, found
+    assert 'velocity over one period' in _quantities(found), found
 
 
 def test_a_late_command_that_keeps_the_pace_passes_and_one_that_jumps_is_flagged(limits):
