@@ -10,8 +10,7 @@ state only, else a ``StateError`` with the model's reason.  Readings are aged
 from the instant the middleware received them on this host (robust to
 readings queued behind a busy executor) and ordered by their header stamps.
 
-``CommandHistory`` replays the last trajectory the way the controller interpolates it: the start state
-of the next move where the controller's own reference is not available, and where the arm can be.
+``StateError`` (``motion.start_state``) is raised here and by the commander alike.
 """
 import bisect
 from collections import deque
@@ -23,10 +22,8 @@ import numpy as np
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 
-from ..motion.jtc import SplineSampler, Trajectory
-from ..motion.limits import MotionState
-from ..motion.plausibility import Expectation, PlausibilitySettings, Reading, StatePlausibility, Verdict
-from ..motion.timing import held, joined
+from ..motion.plausibility import PlausibilitySettings, Reading, StatePlausibility, Verdict
+from ..motion.start_state import StateError
 
 #: Recent readings a newly configured model judges again (0.5 s at 100 Hz).
 REJUDGED = 50
@@ -34,15 +31,6 @@ REJUDGED = 50
 UNCHECKED_SPEED = 1e6
 #: Joint readings kept to resolve targets stamped in a moving link at their stamp.
 HISTORY = 400
-#: A state is on the last command's replay when it agrees this well (position [rad or m], velocity per s).
-REPLAY_MATCH = 1e-6
-#: A controller executes our last command when its reference agrees with the replay this well (position
-#: [rad or m], velocity per s): far below what a speed-scaled or preempted trajectory drifts in one cycle.
-FOLLOW_TOLERANCE = 1e-3
-#: Commands kept to judge a controller's reference stamped before the newest (100 Hz: the last 0.64 s).
-RECENT_COMMANDS = 64
-#: A start whose joints all move slower than this (rad/s or m/s; accelerations: per s) is at rest.
-REST_SPEED = 1e-3
 
 
 def received_ago(info):
@@ -60,158 +48,6 @@ def received_ago(info):
 def received_monotonic(info):
     """Monotonic time at which the middleware received a message, not when its callback ran (``received_ago``)."""
     return time.monotonic() - received_ago(info)
-
-
-class StateError(Exception):
-    """No state to start a move from: ``reason`` is 'stale_state', 'inconsistent_state' or 'invalid_input'.
-
-    ``verdict``: the plausibility model's Verdict, when it refused the state.
-    """
-
-    def __init__(self, reason, message, verdict=None):
-        super().__init__(message)
-        self.reason = reason
-        self.verdict = verdict
-
-
-class CommandHistory:
-    """The last trajectory sent to the controller, with the instant it started (monotonic clock).
-
-    It decides how the next move takes over (``next_move``): the controller joins a trajectory on arrival
-    and skips what lies before it, with a step, so a move first goes on for a lead time with what the
-    controller is executing, and departs from there.
-    """
-
-    def __init__(self):
-        #: (t0, start MotionState, TimedPath, SplineSampler) of the last commands, oldest first
-        self._recent = deque(maxlen=RECENT_COMMANDS)
-
-    @property
-    def _sent(self):
-        """Return the last command (t0, start, path, sampler), or None."""
-        return self._recent[-1] if self._recent else None
-
-    def sent(self, start, path, t0=None):
-        trajectory = Trajectory(path.times, path.positions, path.velocities, path.accelerations)
-        sampler = SplineSampler(start.position, start.velocity, trajectory, start.acceleration)
-        self._recent.append((time.monotonic() if t0 is None else t0, start, path, sampler))
-
-    def next_move(self, start, plan, lead, follow=True):
-        """Return (start, TimedPath): ``plan(state)``, a move from ``state``, departing ``lead`` s after ``start``.
-
-        ``follow`` False (a Cartesian path, which must start at rest where it was planned): never carry a
-        command under way; a start at rest holds, a moving one departs at once.
-
-        - While the last command is under way (departed, not ended: its velocity may still be about zero),
-          or the arm moves, the move continues that command exactly where ``start`` is its replay
-          (``continuation``): the returned start is then the command's last point before ``start``, in the
-          past.  A command that ends within the lead time is held at its end for the rest of it.  Where
-          ``start`` is not the replay (the controller's reference or the measured state differ from it),
-          the move departs at once.
-        - Otherwise (at rest) it holds still first.  A re-target during that hold departs when the held
-          move would have (held afresh, each target of a stream faster than the lead time would keep the
-          arm at rest).
-        """
-        if lead <= 0.0:
-            return start, plan(start)
-        at_rest = max(np.abs(start.velocity).max(), np.abs(start.acceleration).max()) <= REST_SPEED
-        if at_rest and not (follow and self._under_way(start.time)):
-            departure = self.departure()
-            if departure is not None and departure > start.time:
-                lead = min(lead, departure - start.time)
-            return start, held(plan(MotionState.at_rest(start.position)), start.position, lead)
-        lead_in = self.continuation(start, lead) if follow else None
-        if lead_in is None:
-            return start, plan(start)
-        origin, times, q, v, a = lead_in
-        rest = lead - (times[-1] - (start.time - origin.time))  # the command ended that long before the lead time
-        if rest > 0.0:
-            return origin, joined(times, q, v, a, held(plan(MotionState.at_rest(q[-1])), q[-1], rest))
-        return origin, joined(times, q, v, a, plan(MotionState(q[-1], v[-1], a[-1])))
-
-    def _under_way(self, at):
-        """Tell whether the last command has departed and not yet ended at monotonic time ``at``."""
-        if self._sent is None:
-            return False
-        t0, _, path, _ = self._sent
-        return t0 + path.hold <= at < t0 + path.duration
-
-    def continuation(self, start, duration):
-        """Return the last command around ``start`` as (origin, times, q, v, a), or None.
-
-        ``origin`` (a MotionState with its monotonic instant) is the command's last point at or before
-        ``start``, or its own start; times count from it, through the command's own points up to the first
-        one at least ``duration`` after ``start`` (or its end).  A trajectory of these points stamped at the
-        origin is exactly what the controller is executing: it joins it at any instant without a step, and
-        a move planned from the last point departs without one.  None unless ``start`` (stamped with its
-        monotonic instant) is the command's replay at that instant.
-        """
-        if self._sent is None:
-            return None
-        t0, first, path, sampler = self._sent
-        at = start.time - t0
-        if not _agrees(sampler, at, start, REPLAY_MATCH):
-            return None
-        i = int(np.searchsorted(path.times, at, side='right'))  # points at or before start: path.times[:i]
-        last = min(int(np.searchsorted(path.times, at + duration)), len(path.times) - 1)
-        if i > last:
-            return None
-        origin = MotionState(path.positions[i - 1], path.velocities[i - 1], path.accelerations[i - 1],
-                             t0 + path.times[i - 1]) if i else replace(first, time=t0)
-        keep = slice(i, last + 1)
-        return (origin, path.times[keep] - (origin.time - t0), path.positions[keep], path.velocities[keep],
-                path.accelerations[keep])
-
-    def follows(self, reference):
-        """Tell whether a controller's ``reference`` (MotionState at its monotonic ``time``) follows our commands.
-
-        It is compared with the command that was our newest at its instant: a reference stamped before the
-        newest command's start (the controller publishes it late, or has not taken that command yet) is
-        judged against the one it was executing.  Each command continues the one before it exactly over
-        the lead time, so following that one means following the newest.
-        """
-        if reference.time is None:
-            return False
-        for t0, _, _, sampler in reversed(self._recent):
-            if t0 <= reference.time:
-                return _agrees(sampler, reference.time - t0, reference, FOLLOW_TOLERANCE)
-        return False
-
-    def departure(self):
-        """Return the monotonic instant the last command leaves its start (after its hold), or None."""
-        if self._sent is None:
-            return None
-        t0, _, path, _ = self._sent
-        return t0 + path.hold
-
-    def reference(self, now=None):
-        """Return the commanded state now, as the controller interpolates the last trajectory (held after its end)."""
-        if self._sent is None:
-            return None
-        t0, _, _, sampler = self._sent
-        q, v, a, _ = sampler.evaluate(np.array([(time.monotonic() if now is None else now) - t0]))
-        return MotionState(q[0], v[0], a[0])
-
-    def expectation(self, at, velocity_limits, pause):
-        """Return where the arm can be at monotonic ``at`` under the last command (an Expectation), or None.
-
-        Anywhere the command passes, and after its end as far as ``velocity_limits`` allow in the time since,
-        counted up to ``pause`` [s] at most: a bound that grew with every second of rest would, after a pause,
-        take any reading for one the command explains.
-        """
-        if self._sent is None:
-            return None
-        t0, start, path, sampler = self._sent
-        low = np.minimum(start.position, path.positions.min(axis=0))
-        high = np.maximum(start.position, path.positions.max(axis=0))
-        drift = np.asarray(velocity_limits) * min(max(0.0, at - t0 - sampler.end_time), pause)
-        return Expectation(low - drift, high + drift, origin=t0)
-
-
-def _agrees(sampler, t, state, tolerance):
-    """Tell whether a command's ``sampler`` at ``t`` has ``state``'s position and velocity within ``tolerance``."""
-    q, v, _, _ = sampler.evaluate(np.array([t]))
-    return np.abs(q[0] - state.position).max() <= tolerance and np.abs(v[0] - state.velocity).max() <= tolerance
 
 
 class JointStateTracker:

@@ -441,3 +441,24 @@ def request_overrides(request, max_timeout):
     if request.weights_in_target_frame:
         overrides['weights_frame'] = 'target'
     return overrides
+
+
+def path_budget(timeout, max_path_time):
+    """Return the wall-clock budget of one plan_path [s]: the request's ``timeout``, capped by ``max_path_time``.
+
+    A caller may ask for less time than the node allows (a path that must answer within a control cycle), never
+    for more: max_path_time bounds how long one path holds the node's worker.
+
+    Args:
+        timeout: the request's budget [s]; 0: max_path_time.
+        max_path_time: the node's parameter [s].
+
+    Returns:
+        The budget [s], in (0, max_path_time].
+
+    Raises:
+        ValueError: a negative or non-finite ``timeout``.
+    """
+    if not (np.isfinite(timeout) and timeout >= 0.0):
+        raise ValueError(f'timeout must be finite and >= 0 s (0: max_path_time), got {timeout}')
+    return min(timeout, max_path_time) if timeout > 0.0 else max_path_time

@@ -147,18 +147,18 @@ def test_robot_link_targets_resolve_at_their_stamp(make_node, ik7):
     msg = PoseStamped()
     msg.header.frame_id, msg.header.stamp = 'tool0', stamps[0]
     msg.pose = matrix_to_pose(make_pose([0.0, 0.0, 0.1]))  # 10 cm ahead of the tool, where it was then
-    resolved = [node._resolve(node._robot, msg) for _ in range(3)]
+    resolved = [node.resolve(node._robot, msg) for _ in range(3)]
     expected = ik7.fk(q_then) @ make_pose([0.0, 0.0, 0.1])
     for T in resolved:  # the same target, resolved again later, stays where it was
         np.testing.assert_allclose(T, expected, atol=1e-12)
     msg.header.stamp = TimeMsg()  # zero stamp: the newest joints, fine for an answer that moves nothing
-    np.testing.assert_allclose(node._resolve(node._robot, msg), ik7.fk(q_now) @ make_pose([0.0, 0.0, 0.1]),
+    np.testing.assert_allclose(node.resolve(node._robot, msg), ik7.fk(q_now) @ make_pose([0.0, 0.0, 0.1]),
                                atol=1e-12)
     with pytest.raises(SolveError, match="'tool0', which the arm moves, needs a header.stamp") as refused:
-        node._resolve(node._robot, msg, moves=True)   # a move: resolved anew each time, a repeat would walk
+        node.resolve(node._robot, msg, moves=True)   # a move: resolved anew each time, a repeat would walk
     assert refused.value.reason == 'invalid_input'
     msg.header.frame_id = 'base_link'   # a frame the arm does not move: a zero stamp is fine
-    np.testing.assert_allclose(node._resolve(node._robot, msg, moves=True), make_pose([0.0, 0.0, 0.1]), atol=1e-12)
+    np.testing.assert_allclose(node.resolve(node._robot, msg, moves=True), make_pose([0.0, 0.0, 0.1]), atol=1e-12)
 
 
 class _Buffer:
@@ -190,17 +190,17 @@ def test_tf2_frames_at_the_stamp_with_an_injected_buffer(make_node, ik7):
     msg.header.frame_id = 'camera'
     msg.header.stamp = TimeMsg(sec=12, nanosec=5)
     msg.pose = matrix_to_pose(np.linalg.inv(base_T_camera) @ target_in_base)
-    np.testing.assert_allclose(node._resolve(node._robot, msg), target_in_base, atol=1e-12)
+    np.testing.assert_allclose(node.resolve(node._robot, msg), target_in_base, atol=1e-12)
     assert buffer.calls[-1] == ('base_link', 'camera', 12_000_000_005, 200_000_000)
     msg.header.stamp = TimeMsg()
-    node._resolve(node._robot, msg)
+    node.resolve(node._robot, msg)
     assert buffer.calls[-1][2] == 0  # zero stamp: the latest transform
     node.frames.buffer = _Buffer(known=False)
     with pytest.raises(FrameError, match="'camera': no tf has been received yet"):
-        node._resolve(node._robot, msg)
+        node.resolve(node._robot, msg)
     node.frames.buffer = None
     with pytest.raises(FrameError, match="'camera' is not a link of the robot and tf2_ros is not available"):
-        node._resolve(node._robot, msg)
+        node.resolve(node._robot, msg)
 
 
 def test_a_move_starts_from_the_controllers_reference_at_its_stamp_or_not_at_all(make_node, ik7, monkeypatch):
@@ -215,12 +215,12 @@ def test_a_move_starts_from_the_controllers_reference_at_its_stamp_or_not_at_all
     stamped = time.monotonic() - 0.02
     reference = MotionState(HOME + 0.01, np.full(7, 0.2), np.zeros(7), stamped)
     monkeypatch.setattr(context.controller, 'reference', lambda: reference)
-    start = node._start_state(context)
+    start = context.commander.start_state()
     assert start.time == stamped  # not "now": a moving reference 20 ms old taken for now would be a step
     np.testing.assert_allclose(start.position, HOME + 0.01)
     reference = MotionState(HOME + 0.3, np.zeros(7), np.zeros(7), time.monotonic())
     with pytest.raises(StateError, match="from the controller's reference") as refused:
-        node._start_state(context)
+        context.commander.start_state()
     assert refused.value.reason == 'inconsistent_state'
 
 

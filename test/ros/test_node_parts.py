@@ -1,26 +1,22 @@
-"""The IK node's shared parts in-process: JointStateTracker, CommandHistory and CommandGuard.
+"""The IK node's JointStateTracker in-process, with the envelope of the commands sent (CommandHistory).
 
 Messages are handed to the tracker directly (no DDS), stamped on the node's clock as a driver stamps
-them (a pause is a gap between stamps); the guard's verdicts are checked against
-trajectories whose properties are known by construction (a Ruckig move within the limits, the
-same move squeezed in time, a move with a jump).
+them (a pause is a gap between stamps).  The command history and guard themselves are tested without
+ROS in test/unit (test_motion_command_history.py, test_motion_command_guard.py, test_motion_commander.py).
 """
-from dataclasses import replace
 from functools import partial
 import time
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
-from ik_solver.motion.limits import JointLimits, MotionState  # noqa: E402, I100
-from ik_solver.motion.timing import plan_move, TimedPath  # noqa: E402
-from ik_solver.ros.command_guard import CommandGuard  # noqa: E402
-from ik_solver.ros.joint_states import CommandHistory, JointStateTracker, StateError  # noqa: E402
+from ik_solver.motion.command_history import CommandHistory  # noqa: E402, I100
+from ik_solver.motion.limits import JointLimits, MotionState  # noqa: E402
+from ik_solver.motion.timing import plan_move  # noqa: E402
+from ik_solver.ros.joint_states import JointStateTracker, StateError  # noqa: E402
 from ik_solver.ros.messages import joint_state  # noqa: E402
-from rclpy.clock import Clock  # noqa: E402
 from rclpy.duration import Duration  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
@@ -197,91 +193,6 @@ def test_a_model_loaded_while_readings_flow_believes_them_at_once(node):
     _settle(tracker, node, NAMES, HOME)
     tracker.configure(LIMITS)
     np.testing.assert_array_equal(_state(tracker).position, HOME)
-
-
-def test_the_replay_follows_the_trajectory_as_sent(node):
-    history = CommandHistory()
-    assert history.reference() is None
-    start = MotionState(HOME, np.array([0.2, 0.0, -0.1]), np.zeros(3))
-    path = plan_move(start, HOME + [0.5, -0.4, 0.2], LIMITS)
-    history.sent(start, path, t0=100.0)
-    for k in range(len(path.times)):
-        reference = history.reference(now=100.0 + path.times[k])
-        np.testing.assert_allclose(reference.position, path.positions[k], atol=1e-9)
-        np.testing.assert_allclose(reference.velocity, path.velocities[k], atol=1e-9)
-    after = history.reference(now=100.0 + path.duration + 1.0)
-    np.testing.assert_allclose(after.position, path.positions[-1])
-    assert not after.velocity.any() and not after.acceleration.any()
-    expected = history.expectation(100.0 + path.duration + 0.2, LIMITS.velocity, 0.25)
-    np.testing.assert_allclose(expected.upper - np.maximum(HOME, path.positions.max(axis=0)), 0.2)  # 1 rad/s x 0.2 s
-    expected = history.expectation(100.0 + path.duration + 2.0, LIMITS.velocity, 0.25)
-    np.testing.assert_allclose(expected.upper - np.maximum(HOME, path.positions.max(axis=0)), 0.25)  # capped
-
-
-def test_a_command_the_controller_cannot_take_is_refused_and_not_remembered():
-    """With no action server nothing moves: the answer says so and the replay does not pretend otherwise."""
-    from ik_solver.ros.command_guard import send_trajectory
-    history = CommandHistory()
-    controller = SimpleNamespace(send=lambda msg: 'action server jtc/follow_joint_trajectory is not available')
-    guard = CommandGuard(LIMITS, send=partial(send_trajectory, controller, history, Clock(), 0.0))
-    start = MotionState(HOME, np.zeros(3), np.zeros(3), time.monotonic())
-    assert guard.execute(start, plan_move(start, HOME + 0.3, LIMITS), NAMES) == (
-        'controller_unavailable', 'action server jtc/follow_joint_trajectory is not available')
-    assert history.reference() is None
-
-
-def test_a_move_whose_start_is_older_than_the_lead_time_is_not_sent():
-    """The controller joins a trajectory at its arrival: after the lead time it would skip part of it, a step."""
-    from ik_solver.ros.command_guard import LATE, send_trajectory
-    history, sent = CommandHistory(), []
-    controller = SimpleNamespace(send=lambda msg: sent.append(msg))
-    guard = CommandGuard(LIMITS, send=partial(send_trajectory, controller, history, Clock(), 0.05))
-    path = plan_move(MotionState.at_rest(HOME), HOME + 0.3, LIMITS)
-    late = MotionState(HOME, np.zeros(3), np.zeros(3), time.monotonic() - 0.08)
-    reason, message = guard.execute(late, path, NAMES)
-    assert reason == LATE and 'more than command_lead_time 0.05 s' in message
-    assert not sent and history.reference() is None
-    assert guard.execute(replace(late, time=time.monotonic() - 0.03), path, NAMES) is None and len(sent) == 1
-
-
-def _guard(sent, workspace=None):
-    return CommandGuard(LIMITS, workspace, max_joint_jump=0.5, send=lambda *args: sent.append(args))
-
-
-def test_the_guard_sends_only_what_passes(node):
-    sent = []
-    guard = _guard(sent)
-    start = MotionState.at_rest(HOME)
-    path = plan_move(start, HOME + 0.3, LIMITS)
-    assert guard.execute(start, path, NAMES) is None and len(sent) == 1
-    squeezed = TimedPath(path.times / 3, path.positions, path.velocities * 3, path.accelerations * 9)
-    reason, message = guard.execute(start, squeezed, NAMES)
-    assert reason == 'limit_violation' and 'velocity' in message and len(sent) == 1
-    reason, message = guard.execute(start, path, ('a', 'c', 'b'))
-    assert reason == 'limit_violation' and 'joint names' in message
-    far = plan_move(start, HOME + [0.6, 0.0, 0.0], LIMITS)
-    assert guard.execute(start, far, NAMES) == ('joint_jump', 'the move changes a by 0.600, more than max_joint_jump '
-                                                              '0.5')
-    assert len(sent) == 1
-
-
-def test_the_guard_refuses_a_move_that_starts_too_fast_for_its_first_point(node):
-    sent = []
-    start = MotionState(HOME, np.array([0.9, 0.0, 0.0]), np.zeros(3))
-    rest = MotionState.at_rest(HOME)
-    path = plan_move(rest, HOME - 0.2, LIMITS)  # planned from rest, but the controller moves at 0.9 rad/s
-    reason, _ = _guard(sent).execute(start, path, NAMES)
-    assert reason == 'limit_violation' and not sent
-
-
-def test_the_workspace_box(node):
-    guard = _guard([], workspace=([0.0, -1.0, 0.2], [1.0, 1.0, 1.0]))
-    inside, outside = np.eye(4), np.eye(4)
-    inside[:3, 3] = [0.5, 0.0, 0.5]
-    outside[:3, 3] = [0.5, 0.0, 0.1]
-    assert guard.check_target(inside) == []
-    assert 'outside the workspace box' in guard.check_target(outside)[0]
-    assert _guard([]).check_target(outside) == []
 
 
 def test_a_joint_named_twice_in_a_request_is_refused():

@@ -1,21 +1,21 @@
-"""How the next move takes over from the last command (CommandHistory.next_move), against an emulated JTC.
+"""Our commands as the controller executes them (motion.command_history): the replay, and the next move.
+
+The replay is checked against the trajectory's own samples; how the next move takes over
+(``CommandHistory.next_move``) against an emulated JTC.  A stream of moves through a controller that
+joins them late is in test_motion_commander.py, through the whole pipeline.
 
 The truth here is the simulator's joint_trajectory_controller emulation (``sim.controllers``): it joins a
 trajectory on arrival at its stamp, skips what lies before, and its LimitMonitor reports every step of its
 reference (position and velocity changes per 1 ms tick) beyond the limits.  Clocks are exact and there is
 no physics: what it reports is what the trajectories themselves do to a controller.
 """
+from ik_solver.motion import jtc
+from ik_solver.motion.command_history import CommandHistory
+from ik_solver.motion.guard import check_trajectory
+from ik_solver.motion.limits import JointLimits, MotionState
+from ik_solver.motion.timing import plan_move
 import numpy as np
 import pytest
-
-pytest.importorskip('rclpy', reason='rclpy is not installed')
-
-from ik_solver.motion import jtc  # noqa: E402, I100
-from ik_solver.motion.guard import check_trajectory  # noqa: E402
-from ik_solver.motion.limits import JointLimits, MotionState  # noqa: E402
-from ik_solver.motion.timing import plan_move  # noqa: E402
-from ik_solver.ros.joint_states import CommandHistory  # noqa: E402
-from ik_solver.sim.controllers import LimitMonitor, TrajectoryController  # noqa: E402
 
 NAMES = ('a', 'b', 'c')
 LIMITS = JointLimits(NAMES, np.full(3, -3.0), np.full(3, 3.0), np.full(3, 1.0), np.full(3, 3.0), np.full(3, 60.0))
@@ -29,6 +29,27 @@ def _at_rest(q, t):
 def _sampler(start, path):
     return jtc.SplineSampler(start.position, start.velocity, jtc.Trajectory(
         path.times, path.positions, path.velocities, path.accelerations), start.acceleration)
+
+
+def test_the_replay_follows_the_trajectory_as_sent():
+    history = CommandHistory(clock=lambda: 0.0)
+    assert history.reference() is None
+    home = np.array([0.1, -0.2, 0.3])
+    start = MotionState(home, np.array([0.2, 0.0, -0.1]), np.zeros(3))
+    path = plan_move(start, home + [0.5, -0.4, 0.2], LIMITS)
+    history.sent(start, path, t0=100.0)
+    for k in range(len(path.times)):
+        reference = history.reference(now=100.0 + path.times[k])
+        np.testing.assert_allclose(reference.position, path.positions[k], atol=1e-9)
+        np.testing.assert_allclose(reference.velocity, path.velocities[k], atol=1e-9)
+    after = history.reference(now=100.0 + path.duration + 1.0)
+    np.testing.assert_allclose(after.position, path.positions[-1])
+    assert not after.velocity.any() and not after.acceleration.any()
+    np.testing.assert_allclose(history.reference().position, start.position)   # its clock: 0, before it started
+    expected = history.expectation(100.0 + path.duration + 0.2, LIMITS.velocity, 0.25)
+    np.testing.assert_allclose(expected.upper - np.maximum(home, path.positions.max(axis=0)), 0.2)  # 1 rad/s x 0.2 s
+    expected = history.expectation(100.0 + path.duration + 2.0, LIMITS.velocity, 0.25)
+    np.testing.assert_allclose(expected.upper - np.maximum(home, path.positions.max(axis=0)), 0.25)  # capped
 
 
 def _moving_history():
@@ -96,47 +117,3 @@ def test_a_move_from_rest_holds_and_a_re_target_keeps_the_departure():
     again = _at_rest(np.zeros(3), 1.02)
     _, second = history.next_move(again, plan(np.full(3, 0.3)), 0.05)
     assert second.hold == pytest.approx(0.03)  # departs at 1.05, as the held move would have
-
-
-def _stream(lead, delays, rng, period=0.01, count=60):
-    """Re-target a moving arm every ``period`` s, deliver each trajectory ``delays`` s late.
-
-    Return the controller's reports, how many moves continued the command under way, and how many held
-    the arm at rest for a whole lead time.
-    """
-    history = CommandHistory()
-    controller = TrajectoryController(np.zeros(3), LimitMonitor(LIMITS, 0.01))
-    goals = [np.array([np.sin(k / 9), np.cos(k / 7) - 1, 0.02 * k]) for k in range(count)]
-    deliveries, reports, continued, holds = [], [], 0, 0
-    for step in range(int((count * period + 1.5) / TICK)):
-        now = step * TICK
-        k = int(round(now / period))
-        if k < count and abs(now - k * period) < TICK / 2:
-            replay = history.reference(now)
-            start = (_at_rest(np.zeros(3), now) if replay is None
-                     else MotionState(replay.position, replay.velocity, replay.acceleration, now))
-            origin, path = history.next_move(start, lambda state: plan_move(state, goals[k], LIMITS, 0.05), lead)
-            assert check_trajectory(origin, path, LIMITS) == []
-            continued += origin.time < now
-            holds += lead > 0.0 and path.hold == pytest.approx(lead)
-            history.sent(origin, path, origin.time)
-            trajectory = jtc.Trajectory(path.times, path.positions, path.velocities, path.accelerations)
-            deliveries.append((now + rng.uniform(*delays), trajectory, origin.time))
-        while deliveries and deliveries[0][0] <= now + TICK / 2:
-            arrival, trajectory, stamp = deliveries.pop(0)
-            controller.load(trajectory, stamp, f'#{len(reports)}', arrival)
-        reports += controller.update(now, TICK)[3]
-    return reports, continued, holds
-
-
-@pytest.mark.parametrize('lead', [0.05, 0.15])
-def test_a_fast_stream_is_executed_without_steps_when_deliveries_come_within_the_lead_time(rng, lead):
-    """A target that lands as the held first move departs (still at about zero speed) must not hold it again."""
-    reports, continued, holds = _stream(lead, (0.0005, min(lead, 0.03)), rng)
-    assert reports == [] and holds == 1 and continued > 40  # of 60 moves, the first from rest
-
-
-def test_without_a_lead_time_the_same_stream_steps(rng):
-    """The check above can fail: departing at once, every late join is a step in velocity and acceleration."""
-    reports, _, _ = _stream(0.0, (0.0005, 0.03), rng)
-    assert any(v.quantity == 'acceleration' for report in reports for v in report.violations)

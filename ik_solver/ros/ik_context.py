@@ -1,0 +1,145 @@
+"""What the IK node builds from one robot model and its parameters: solver, commander, controller, world.
+
+A ``Context`` is replaced as a whole when the model or a parameter changes, so a solve or a move that
+runs on the worker never sees half of a change.  The ``CommandHistory`` and the controller outlive a
+parameter change (the move under way goes on); a new model starts both afresh.
+"""
+from dataclasses import dataclass, field, replace
+from functools import partial
+
+from rclpy.duration import Duration
+
+from .controller import ControllerInterface
+from .messages import trajectory_message
+from .parameters import is_set, load_limits, move_limits, package_file, solver_options, workspace_box
+from ..core.exceptions import ModelError
+from ..core.solver import IKSolver
+from ..motion.command_history import CommandHistory
+from ..motion.commander import Commander, CommanderSettings, StateSources
+from ..motion.plausibility import PAUSE, PlausibilitySettings, StatePlausibility
+
+#: A controller's reference is a setpoint: between two of its messages it moves only as the limits allow, within
+#: this [rad or m] (a lie of 0.05 rad interleaved with the true reference is then refused).
+REFERENCE_TOLERANCE = 0.01
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything that belongs to one robot model: replaced as a whole when the model or a parameter changes."""
+
+    model: object                  # RobotModel
+    solver: IKSolver
+    limits: object                 # LoadedLimits (the full limits)
+    commander: Commander           # plans, guards (with the scaled limits a move may use) and sends moves
+    controller: object
+    world: object = None           # CollisionWorld, or None when the robot has no collision geometry
+    variants: dict = field(default_factory=dict, compare=False)  # {avoid collisions: Context}, built on demand
+
+    @property
+    def guard(self):
+        """Return the CommandGuard every command of this context crosses."""
+        return self.commander.guard
+
+    @property
+    def history(self):
+        """Return the CommandHistory of this model's commands."""
+        return self.commander.history
+
+    @property
+    def collision(self):
+        """Return the CollisionModel of the world, or None."""
+        return self.world.model if self.world is not None else None
+
+
+class ContextBuilder:
+    """Builds the Contexts of ``node`` (an IKSolverNode: its params, joint_states, clock and logger).
+
+    Args:
+        node: the IK node.
+        on_controller_event: ``callback(execution, error_code, message)`` of the controller interface.
+    """
+
+    def __init__(self, node, on_controller_event):
+        self._node = node
+        self._on_controller_event = on_controller_event
+
+    def build(self, model, values, xacro_args):
+        """Return a fresh Context for ``model`` (RobotModel) with the parameter ``values``; ValueError refuses it."""
+        node = self._node
+        limits = load_limits(values, model.chain, node.get_logger())
+        world = self._collision_world(model, values, xacro_args)
+        collision = world.model if world is not None else None
+        solver = build_solver(model.chain, values, collision)
+        mid = model.chain.mid_configuration()
+        solver.solve(model.chain.fk(mid), mid)  # the first solve of this chain honours its timeout
+        controller = ControllerInterface(
+            node, model.chain.joint_names,
+            values['trajectory_topic'] or f"{values['controller_name']}/joint_trajectory",
+            values['controller_name'], values['command_interface'], self._on_controller_event,
+            plausibility=StatePlausibility(PlausibilitySettings.from_limits(limits.limits,
+                                                                            tolerance=REFERENCE_TOLERANCE)))
+        history = CommandHistory()
+        commander = self.commander(model.chain.joint_names, limits, values, controller, history, collision)
+        node.joint_states.configure(limits.limits, expect=partial(history.expectation,
+                                                                  velocity_limits=limits.limits.velocity, pause=PAUSE))
+        return Context(model, solver, limits, commander, controller, world)
+
+    def rebuilt(self, context, values):
+        """Return ``context`` with the solver and commander of new parameter ``values`` (history kept)."""
+        return replace(context, solver=build_solver(context.model.chain, values, context.collision),
+                       commander=self.commander(context.model.chain.joint_names, context.limits, values,
+                                                context.controller, context.history, context.collision),
+                       variants={})
+
+    def variant(self, context, avoid, values):
+        """Return the Context that solves and guards with (``avoid`` True) or without collisions; None: as is."""
+        if avoid is None or avoid == (context.guard.collision is not None):
+            return context
+        if avoid not in context.variants:
+            context.variants[avoid] = self.rebuilt(context, dict(values, avoid_collisions=avoid))
+        return context.variants[avoid]
+
+    def commander(self, names, loaded, values, controller, history, collision=None):
+        """Return the Commander of the parameter ``values``; ValueError for scaling or a box that do not fit."""
+        bounded = is_set(values['workspace.min']) or is_set(values['workspace.max'])
+        settings = CommanderSettings(
+            tuple(names), move_limits(loaded, values), values['command_lead_time'], values['sample_period'],
+            values['state_tolerance'], workspace_box(values) if bounded else None, values['max_joint_jump'],
+            collision if values['avoid_collisions'] else None)
+        tracker = self._node.joint_states
+        sources = StateSources(measured=lambda: tracker.state(names), reference=lambda: controller.reference())
+        return Commander(settings, sources, partial(self._transport, controller), history)
+
+    def _transport(self, controller, names, path, age):
+        """Send ``path`` stamped ``age`` s before now: the controller joins it in step with the motion it continues."""
+        stamp = self._node.get_clock().now() - Duration(nanoseconds=int(age * 1e9))
+        return controller.send(trajectory_message(names, path, stamp.to_msg()))
+
+    def _collision_world(self, model, values, xacro_args):
+        """Return the CollisionWorld of the collision parameters for ``model``, or None; ValueError refuses it."""
+        logger = self._node.get_logger()
+        try:
+            from ..collision.world import collision_from_parameters
+        except ImportError as exc:  # Pinocchio/Coal missing: no collision checking, said once per model
+            logger.warning(f'collision checking unavailable ({exc}); solutions are not checked')
+            return None
+        try:
+            world = collision_from_parameters(
+                model.description, model.chain, package_file(values['srdf_file']), package_file(values['scene_file']),
+                [d for d in values['package_dirs'] if d], values['collision_padding'], values['skip_missing_meshes'],
+                values['collision_convex'], xacro_args=xacro_args, robot_name=model.robot.name)
+        except (OSError, ModelError) as exc:
+            raise ValueError(f'collision model: {exc}') from None
+        if world is None:
+            logger.info('the robot has no collision geometry: collisions are not checked')
+            return None
+        for note in world.model.notes:
+            logger.warning(f'collision model: {note}')
+        logger.info(f'collision model: {len(world.obstacles)} world objects')
+        return world
+
+
+def build_solver(chain, values, collision=None):
+    """Return the IKSolver of the parameter ``values`` (with collisions when asked and a model exists)."""
+    extra = {'collision': collision} if collision is not None and values['avoid_collisions'] else {}
+    return IKSolver(chain, solver_options(values, chain), **extra)

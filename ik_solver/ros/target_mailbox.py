@@ -1,0 +1,60 @@
+"""The IK node's one-slot mailbox of streamed targets: the newest wins, the ones it replaces are counted.
+
+A stream faster than the solver must not queue: acting on old targets makes the arm lag behind its
+client.  So one target waits at most; a newer one supersedes it (reported with the next status), and a
+target put back because it waits for the model or a first joint state never replaces one that arrived
+meanwhile.
+"""
+from dataclasses import dataclass
+import threading
+import time
+
+from geometry_msgs.msg import PoseStamped
+from rclpy.time import Time
+
+
+@dataclass
+class Pending:
+    """A target waiting for the worker."""
+
+    msg: PoseStamped
+    arrival: float                 # monotonic [s], when the middleware received it
+    waited: bool = False           # it waited for the model or a first joint state
+
+
+class TargetMailbox:
+    """Holds one Pending target; ``superseded()`` of ``reporter`` counts each one replaced."""
+
+    def __init__(self, reporter):
+        self._reporter = reporter
+        self._pending = None
+        self._lock = threading.Lock()
+
+    def post(self, pending):
+        """Put a target in the mailbox; one already there is superseded (unless it is older than ``pending``)."""
+        with self._lock:
+            if self._pending is not None:
+                self._reporter.superseded()
+                if pending.waited:  # a waiting target put back never replaces one that arrived meanwhile
+                    return
+            self._pending = pending
+
+    def take(self):
+        """Return the waiting Pending target and empty the mailbox, or None."""
+        with self._lock:
+            pending, self._pending = self._pending, None
+        return pending
+
+
+def target_age(msg, arrival, clock):
+    """Return the seconds since the target's stamp on ``clock`` (rclpy Clock); a zero stamp counts from ``arrival``.
+
+    Args:
+        msg: the PoseStamped target.
+        arrival: monotonic instant it was received [s].
+        clock: the node's clock, the one header stamps are on.
+    """
+    stamp = Time.from_msg(msg.header.stamp)
+    if stamp.nanoseconds == 0:
+        return time.monotonic() - arrival
+    return max(0.0, (clock.now() - stamp).nanoseconds * 1e-9)
