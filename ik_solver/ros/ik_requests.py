@@ -61,9 +61,11 @@ class IKRequests:
         if result is not None:
             response.solution = joint_state(context.model.chain.joint_names, result.joints,
                                             node.get_clock().now().to_msg())
-            response.position_error, response.orientation_error = result.position_error, result.orientation_error
-            response.task_error, response.sigma_min = result.task_error, result.sigma_min
-            response.iterations, response.solve_time = result.iterations, result.elapsed
+            # numpy scalars would fail the message's C conversion (an assertion that ends the process)
+            response.position_error = float(result.position_error)
+            response.orientation_error = float(result.orientation_error)
+            response.task_error, response.sigma_min = float(result.task_error), float(result.sigma_min)
+            response.iterations, response.solve_time = int(result.iterations), float(result.elapsed)
         else:
             response.position_error = response.orientation_error = response.task_error = float('inf')
         node.reporter.report(outcome)
