@@ -22,9 +22,14 @@ first command.  ``StatePlausibility`` believes a reading only when it agrees
 After a pause longer than ``pause`` (and before the first reading) no reading
 is believed on its own: a run of at least ``settle_count`` mutually consistent
 readings spanning ``settle_time`` is needed first.  A reading that breaks the
-continuity bound starts such a run too, so a lie that persists alone (the true
-driver silent) is believed only after ``settle_time``, and one interleaved with
-the truth never.
+continuity bound or lies off the last command starts such a run too, and a run
+that contradicts what was believed (beyond the pause's reach, or off the
+command) must span ``resettle_time``: the more surprising the state, the more
+evidence it needs.  A driver that restarts and publishes zeros for a fraction
+of a second, or a lie that persists alone while the true driver is silent, is
+therefore never believed; one interleaved with the truth never either.  A state
+that persists for ``resettle_time`` is the arm's (another client moved it, or
+it was moved by hand while the driver was down).
 
 Like Ruckig, the input, the settings and the result are named types and the
 verdict is an enum: ``update`` judges one reading, ``assess`` answers "may a
@@ -50,6 +55,9 @@ PAUSE = 0.25
 SETTLE_COUNT = 5
 #: Time a run after a pause must span before it is believed [s].
 SETTLE_TIME = 0.1
+#: Time a run must span when it contradicts the last believed state or the last command [s]: longer than a
+#: driver's start-up readings of zeros or a burst of lies, short enough for a person to wait after a restart.
+RESETTLE_TIME = 1.0
 #: Stamps may lie this far after now (clock offsets between processes) [s].
 CLOCK_TOLERANCE = 0.02
 #: Name orders of readings remembered (a source sends one order; a flood of orders only refills this).
@@ -107,6 +115,7 @@ class PlausibilitySettings:
     - velocity_factor: a reported velocity may reach this multiple of its limit;
     - pause: longest gap between readings across which continuity is assumed [s];
     - settle_count, settle_time: the run of consistent readings a pause requires (count, span [s]);
+    - resettle_time: the span [s] a run needs when it contradicts the believed state or the last command;
     - clock_tolerance: how far after now a stamp may lie [s];
     - timeout: age [s] (since reception) beyond which the believed state is stale.
     """
@@ -122,6 +131,7 @@ class PlausibilitySettings:
     pause: float = PAUSE
     settle_count: int = SETTLE_COUNT
     settle_time: float = SETTLE_TIME
+    resettle_time: float = RESETTLE_TIME
     clock_tolerance: float = CLOCK_TOLERANCE
     timeout: float = TIMEOUT
 
@@ -139,7 +149,8 @@ class PlausibilitySettings:
             raise ValueError(f'joint names repeat: {list(self.names)}')
         if not np.all(self.velocity > 0.0) or not np.all(self.acceleration > 0.0):
             raise ValueError('velocity and acceleration limits must be > 0')
-        for name in ('tolerance', 'limit_slack', 'pause', 'settle_time', 'clock_tolerance', 'timeout'):
+        for name in ('tolerance', 'limit_slack', 'pause', 'settle_time', 'resettle_time', 'clock_tolerance',
+                     'timeout'):
             if not 0.0 <= getattr(self, name) < np.inf:
                 raise ValueError(f'{name} must be finite and >= 0, got {getattr(self, name)}')
         if self.velocity_factor < 1.0 or self.settle_count < 1:
@@ -259,6 +270,7 @@ class StatePlausibility:
         """Forget every reading: the next ones must settle as after a pause."""
         self._believed = None          # _Record
         self._run = []                 # [_Record] after a pause or a jump, oldest first
+        self._surprising = False       # the run contradicts the believed state or the command: resettle_time
         self._waived = None            # origin of the Expectation a settled run overruled
         self._newest = Assessment(Verdict.NO_READING, 'no joint state received yet')
         self._newest_received = -np.inf
@@ -314,12 +326,13 @@ class StatePlausibility:
         off = self._expected(record, expected)
         if off is not None and expected.origin is None:
             return off
+        jump = None if b is None else self._jump(b, record)
         if off is None and b is not None and record.stamp - b.stamp <= s.pause:
-            jump = self._jump(b, record)
             if jump is None:
                 return self._believe(record)
-            return self._settle(record, Assessment(Verdict.JUMPED, jump))
-        return self._settle(record, off, expected if off is not None else None)
+            return self._settle(record, Assessment(Verdict.JUMPED, jump), surprising=True)
+        return self._settle(record, off, expected if off is not None else None,
+                            surprising=off is not None or jump is not None)
 
     def _record(self, reading):
         """Return the reading in chain order as a _Record, or the Assessment refusing it."""
@@ -405,12 +418,19 @@ class StatePlausibility:
         return (f'joint_states jumped {s.names[i]} by {moved[i]:.3f} in {elapsed:.3f} s, more than its velocity '
                 f'and acceleration limits allow ({allowed[i]:.3f} with state_tolerance {s.tolerance:g})')
 
-    def _settle(self, record, refusal, waived=None):
+    def _settle(self, record, refusal, waived=None, surprising=False):
         """Add ``record`` to the run of consistent readings; believe it once the run is long enough.
 
-        ``refusal``: why the reading is not believed on its own (None: a pause); ``waived``: the Expectation it
-        lies outside of, which a long enough run waives for the rest of that command (something else moved the
-        arm, e.g. another client of the controller).
+        Args:
+            record: the reading (_Record).
+            refusal: why the reading is not believed on its own (None: a pause).
+            waived: the Expectation it lies outside of, which a long enough run waives for the rest of that
+                command (something else moved the arm, e.g. another client of the controller).
+            surprising: the reading contradicts the believed state or the command: the run needs
+                ``resettle_time`` instead of ``settle_time``.
+
+        Returns:
+            BELIEVED once the run is long enough, else the refusal or SETTLING.
         """
         s = self._settings
         if self._run:
@@ -420,16 +440,20 @@ class StatePlausibility:
             if broken is not None or not in_time:
                 self._run = []
                 refusal = refusal or (Assessment(Verdict.JUMPED, broken) if broken is not None else None)
+        if not self._run:
+            self._surprising = False
+        self._surprising |= surprising
         self._run.append(record)
         span = record.stamp - self._run[0].stamp
-        if len(self._run) >= s.settle_count and span >= s.settle_time - STAMP_RESOLUTION:
+        needed = s.resettle_time if self._surprising else s.settle_time
+        if len(self._run) >= s.settle_count and span >= needed - STAMP_RESOLUTION:
             if waived is not None:
                 self._waived = waived.origin
             return self._believe(record)
         if refusal is not None:
             return refusal
         return Assessment(Verdict.SETTLING, f'joint_states resumed: {len(self._run)} consistent readings over '
-                                            f'{span:.3f} s, {s.settle_count} over {s.settle_time:g} s needed before '
+                                            f'{span:.3f} s, {s.settle_count} over {needed:g} s needed before '
                                             'the arm moves')
 
     def _believe(self, record):

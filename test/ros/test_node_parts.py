@@ -139,21 +139,25 @@ def test_the_command_envelope(node):
         _state(tracker)
 
 
-def test_after_a_pause_one_reading_of_zeros_is_not_believed_a_consistent_run_is(node):
-    """A driver restart: readings stop for 1.2 s, then one message of all zeros (the bound grew with the pause).
+def test_after_a_pause_zeros_are_believed_only_once_they_persist(node):
+    """A driver restart: readings stop for 1.2 s, then all zeros (the bound grew with the pause).
 
     The zeros lie 0.3 rad from the last reading, within 1.2 s x 1 rad/s: a bound growing with the pause takes
-    them.  Refused, then believed once a run of consistent readings spans the settle time.
+    them.  They lie beyond what the arm can have done in the capped pause, so they are refused until a run of
+    them spans the resettle time (1 s): a driver's start-up zeros never move the arm.
     """
     tracker = _tracker(node)
-    _settle(tracker, node, NAMES, HOME, ago=1.35)
+    _settle(tracker, node, NAMES, HOME, ago=2.4)
     _state(tracker)
-    _feed(tracker, node, NAMES, np.zeros(3), ago=0.15)
+    _feed(tracker, node, NAMES, np.zeros(3), ago=1.2)
     with pytest.raises(StateError, match='joint_states resumed') as error:
         _state(tracker)
     assert error.value.reason == 'stale_state' and tracker.settling(NAMES)
-    for k in range(14, -1, -1):
-        _feed(tracker, node, NAMES, np.zeros(3), ago=0.01 * k)
+    for k in range(1, 102):   # zeros at 100 Hz; after half a second still refused, after 1.01 s believed
+        _feed(tracker, node, NAMES, np.zeros(3), ago=1.2 - 0.01 * k)
+        if k == 50:
+            with pytest.raises(StateError, match='joint_states resumed'):
+                _state(tracker)
     np.testing.assert_array_equal(_state(tracker).position, 0.0)
 
 
@@ -175,7 +179,8 @@ def test_a_settled_run_off_the_command_is_believed_the_arm_was_moved_by_another_
     tracker = _tracker(node, history)
     start = MotionState.at_rest(HOME)
     history.sent(start, plan_move(start, HOME + 0.2, LIMITS), time.monotonic() - 12.0)
-    _settle(tracker, node, NAMES, HOME + 0.2 + [0.45, 0.0, 0.0])   # 0.15 s of consistent readings
+    for k in range(105, -1, -1):   # 1.05 s of consistent readings: a run off the command needs 1 s
+        _feed(tracker, node, NAMES, HOME + 0.2 + [0.45, 0.0, 0.0], ago=0.01 * k)
     np.testing.assert_allclose(_state(tracker).position, HOME + 0.2 + [0.45, 0.0, 0.0])
 
 

@@ -72,19 +72,36 @@ def test_a_steady_stream_within_the_limits_is_believed_in_chain_order():
     assert model.assess(t + 1.0).believed and model.believed.time == pytest.approx(t + 1.0)
 
 
-def test_a_driver_restart_publishing_zeros_after_a_pause_is_refused_then_settles():
-    """The reproduced attack: 1.2 s without readings, then one message of zeros (the old bound: 1.2 x velocity)."""
+def test_a_driver_restart_publishing_zeros_after_a_pause_is_refused_until_they_persist():
+    """The reproduced attack: 1.2 s without readings, then zeros (the old bound: 1.2 x velocity took them).
+
+    The zeros lie beyond what the arm can have done in the pause (its reach stops growing at ``pause``), so
+    they need ``resettle_time``: a driver's start-up zeros for 0.2 s at 200 Hz are never believed; zeros that
+    persist for a second are the arm's state.
+    """
     model = _model()
-    t = _settled(model, HOME)
-    t += 1.2
+    t = _settled(model, HOME) + 1.2
+    reach = PlausibilitySettings.from_limits(LIMITS).reach(np.zeros(3), 1.2) + 0.1
+    assert np.any(np.abs(HOME) > reach) and np.all(np.abs(HOME) < VELOCITY * 1.2)
     zeros = model.update(_reading(np.zeros(3), t), t)
     assert zeros.verdict == Verdict.SETTLING and zeros.reason == 'stale_state' and zeros.state is None
-    assert model.assess(t).verdict == Verdict.SETTLING
-    assert np.abs(HOME).max() < VELOCITY.min() * 1.2   # the bound that grew with the pause allowed this jump
-    times = t + 0.02 * np.arange(1, 6)
+    assert model.assess(t).verdict == Verdict.SETTLING and '1 s needed' in zeros.message
+    times = t + 0.005 * np.arange(1, 41)   # 0.2 s at 200 Hz
+    assert not any(model.update(_reading(np.zeros(3), s), s).believed for s in times)
+    times = times[-1] + 0.02 * np.arange(1, 41)   # the zeros persist: believed once they span 1 s
     verdicts = [model.update(_reading(np.zeros(3), s), s).verdict for s in times]
-    assert verdicts[:-1] == [Verdict.SETTLING] * 4 and verdicts[-1] == Verdict.BELIEVED   # 6 readings over 0.1 s
-    np.testing.assert_array_equal(model.assess(times[-1]).state.position, 0.0)
+    first = verdicts.index(Verdict.BELIEVED)
+    assert times[first] - t == pytest.approx(1.0, abs=1e-9)
+    np.testing.assert_array_equal(model.assess(times[first]).state.position, 0.0)
+
+
+def test_a_restart_where_the_arm_was_left_settles_quickly():
+    """After a pause, readings within the pause's reach of the believed state need only ``settle_time``."""
+    model = _model()
+    t = _settled(model, HOME) + 1.2
+    near = HOME + [0.1, -0.1, 0.05]
+    verdicts = [model.update(_reading(near, t + 0.02 * k), t + 0.02 * k).verdict for k in range(6)]
+    assert verdicts == [Verdict.SETTLING] * 5 + [Verdict.BELIEVED]   # 6 readings over 0.1 s
 
 
 def test_the_truth_after_the_zeros_restarts_the_run():
@@ -117,13 +134,14 @@ def test_a_jump_within_a_stream_is_refused_and_lies_interleaved_with_the_truth_a
         assert believed_lies == 0
 
 
-def test_a_persistent_lie_alone_is_believed_only_after_the_settle_time():
+def test_a_persistent_lie_alone_is_believed_only_after_the_resettle_time():
     model = _model()
     t0 = _settled(model, HOME)
     lied = HOME + [0.5, 0.0, 0.0]
-    results = [model.update(_reading(lied, t0 + 0.01 * k, np.zeros(3)), t0 + 0.01 * k) for k in range(1, 20)]
-    assert [r.verdict for r in results[:10]] == [Verdict.JUMPED] * 10
-    assert results[10].believed   # 11 readings spanning 0.1 s
+    results = [model.update(_reading(lied, t0 + 0.01 * k, np.zeros(3)), t0 + 0.01 * k) for k in range(1, 110)]
+    assert not any(r.believed for r in results[:100]) and results[0].verdict == Verdict.JUMPED
+    assert {r.verdict for r in results[25:100]} == {Verdict.SETTLING}   # 0.25 s without a belief: a pause
+    assert results[100].believed   # 101 readings spanning 1 s
 
 
 def test_the_last_command_is_overruled_only_by_a_settled_run_and_for_that_command_only():
@@ -136,12 +154,12 @@ def test_the_last_command_is_overruled_only_by_a_settled_run_and_for_that_comman
     expected = Expectation(HOME - 0.01, HOME + 0.01, origin=1.0)
     assert model.update(_reading(HOME + 0.1, t0 + 0.01, np.zeros(3)), t0 + 0.01, expected).believed
     off = HOME + [0.0, 0.0, 0.12]
-    results = [model.update(_reading(off, t0 + 0.01 * k, np.zeros(3)), t0 + 0.01 * k, expected) for k in range(2, 14)]
-    assert [r.verdict for r in results[:10]] == [Verdict.OFF_COMMAND] * 10
-    assert 'outside where the last command' in results[0].message and results[10].believed
-    assert model.update(_reading(off, t0 + 0.14, np.zeros(3)), t0 + 0.14, expected).believed   # waived
+    results = [model.update(_reading(off, t0 + 0.01 * k, np.zeros(3)), t0 + 0.01 * k, expected) for k in range(2, 105)]
+    assert [r.verdict for r in results[:100]] == [Verdict.OFF_COMMAND] * 100   # 1 s: resettle_time
+    assert 'outside where the last command' in results[0].message and results[100].believed
+    assert model.update(_reading(off, t0 + 1.05, np.zeros(3)), t0 + 1.05, expected).believed   # waived
     after = Expectation(HOME - 0.01, HOME + 0.01, origin=2.0)   # a new command: it counts again
-    assert model.update(_reading(off, t0 + 0.15, np.zeros(3)), t0 + 0.15, after).verdict == Verdict.OFF_COMMAND
+    assert model.update(_reading(off, t0 + 1.06, np.zeros(3)), t0 + 1.06, after).verdict == Verdict.OFF_COMMAND
     unnamed = Expectation(HOME - 0.01, HOME + 0.01)   # no origin: never waived
     model = _model()
     t0 = _settled(model, HOME)
