@@ -6,12 +6,12 @@ parameter change (the move under way goes on); a new model starts both afresh.
 """
 from dataclasses import dataclass, field, replace
 from functools import partial
-
-from rclpy.duration import Duration
+import time
 
 from .controller import ControllerInterface
 from .messages import trajectory_message
 from .parameters import is_set, load_limits, move_limits, package_file, solver_options, workspace_box
+from .stamps import MonotonicStamps
 from ..core.exceptions import ModelError
 from ..core.solver import IKSolver
 from ..motion.command_history import CommandHistory
@@ -61,6 +61,7 @@ class ContextBuilder:
 
     def __init__(self, node, on_controller_event):
         self._node = node
+        self._stamps = MonotonicStamps(node.get_clock())
         self._on_controller_event = on_controller_event
 
     def build(self, model, values, xacro_args):
@@ -112,8 +113,8 @@ class ContextBuilder:
 
     def _transport(self, controller, names, path, age):
         """Send ``path`` stamped ``age`` s before now: the controller joins it in step with the motion it continues."""
-        stamp = self._node.get_clock().now() - Duration(nanoseconds=int(age * 1e9))
-        return controller.send(trajectory_message(names, path, stamp.to_msg()))
+        stamp = self._stamps.stamp(time.monotonic() - age)
+        return controller.send(trajectory_message(names, path, stamp))
 
     def _collision_world(self, model, values, xacro_args):
         """Return the CollisionWorld of the collision parameters for ``model``, or None; ValueError refuses it."""
