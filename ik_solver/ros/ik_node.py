@@ -56,8 +56,8 @@ class IKSolverNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('ik_solver', **kwargs)
-        self.get_logger().info('loading the compiled kernels (the first start after an install compiles them: '
-                               'minutes; python3 -m ik_solver.core.warmup does it ahead)')
+        self.get_logger().info('loading the compiled kernels (from an empty cache they compile in a background '
+                               'process; solves run interpreted, slower, until then)')
         warm_up()  # compiled kernels before any service is offered: available means ready
         motion_guard.warm_up()  # and the motion kernels: the first move is sent as fast as the next
         self.collision = None      # the model's CollisionModel (check(q), check_path(Q)), or None

@@ -264,7 +264,8 @@ PARAMETERS = (
           "file's default_velocity_scaling_factor", 0.0, 1.0),
     Param('acceleration_scaling', 0.5, 'Fraction of each joint acceleration (and jerk) limit a move may use; 0: '
           "the joint_limits file's default_acceleration_scaling_factor", 0.0, 1.0),
-    Param('sample_period', SAMPLE_PERIOD, 'Time between trajectory points of a Ruckig-timed move [s]', 0.001, 0.1),
+    Param('sample_period', SAMPLE_PERIOD, 'Longest time between two trajectory points of a Ruckig-timed move; the '
+          'points are its phase switches [s]', 0.001, 0.1),
     Param('command_lead_time', COMMAND_LEAD_TIME, 'A move from rest holds still this long before it departs; a '
           'controller that receives the trajectory within this time after its stamp starts it without a step '
           '(later: it skips what it missed, with a step); size it above the delivery delay to the controller; '

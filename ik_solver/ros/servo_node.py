@@ -67,7 +67,7 @@ from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import MarkerArray
 
-from .command_guard import CommandGuard
+from ..motion.command_guard import CommandGuard
 from .diagnostics import DiagnosticsPublisher
 from .joint_states import JointStateTracker, StateError
 from .loop_inputs import LoopInputs
