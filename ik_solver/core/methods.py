@@ -203,26 +203,26 @@ def lm_step_into(J, e, w_bias, A, g):
 
 
 @njit(cache=True)
-def step(method, J, e, fp):
-    """Dispatch to a method; fp is the solver's float parameter vector (see solver.FP_*)."""
+def step(method, J, e, gains):
+    """Dispatch to a method; ``gains`` holds their parameters by name (``kernel_data.StepGains``)."""
     if method == TRANSPOSE:
-        return transpose_step(J, e, fp[0])
+        return transpose_step(J, e, gains.alpha)
     if method == PINV:
-        return pinv_step(J, e, fp[4])
+        return pinv_step(J, e, gains.cutoff)
     if method == DLS:
-        return dls_step(J, e, fp[1])
+        return dls_step(J, e, gains.damping)
     if method == ADAPTIVE_DLS:
-        return adaptive_dls_step(J, e, fp[2], fp[3])
-    return lm_step(J, e, fp[5])
+        return adaptive_dls_step(J, e, gains.damping_max, gains.epsilon)
+    return lm_step(J, e, gains.lm_bias)
 
 
 @njit(cache=True)
-def step_into(method, J, e, fp, A, dq):
+def step_into(method, J, e, gains, A, dq):
     """``step`` written into dq; lm, the default, uses the work matrix A (n x n) and allocates nothing."""
     if method == LM:
-        lm_step_into(J, e, fp[5], A, dq)
+        lm_step_into(J, e, gains.lm_bias, A, dq)
     else:
-        dq[:] = step(method, J, e, fp)
+        dq[:] = step(method, J, e, gains)
 
 
 @njit(cache=True)

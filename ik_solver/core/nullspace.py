@@ -34,6 +34,7 @@ from numba import njit
 import numpy as np
 
 from . import kinematics as kin
+from .kernel_data import Frames, GoalData, Model, Task
 from .methods import nullspace_projector, solve_spd
 
 #: Largest joint change of one nullspace step (rad or m), and the size below which the goals count as settled.
@@ -176,7 +177,7 @@ def _unit_normal(a, b):
 
 
 @njit(cache=True)
-def pole_side(p_out, R_out, a_out, elbow, elbow_offset, pole, tip):
+def pole_side(frames, goals, tip):
     """Signed distance (m) of the elbow point from the reference plane, positive on the pole's side.
 
     The reference plane contains the first joint's axis and ``tip`` (the tip's
@@ -189,12 +190,17 @@ def pole_side(p_out, R_out, a_out, elbow, elbow_offset, pole, tip):
     pole's components perpendicular to the line from the first joint to the
     tip must point the same way.  Returns 0 when the side is undefined (tip on
     the first axis, or the elbow on the dividing plane).
+
+    Args:
+        frames: ``kernel_data.Frames`` of the configuration.
+        goals: ``kernel_data.GoalData`` (elbow, elbow_offset, pole).
+        tip: the point (base frame, m) the reference plane passes through.
     """
-    s = p_out[0]
+    s = frames.p[0]
     line = tip - s
-    e = p_out[elbow] + R_out[elbow] @ elbow_offset - s
-    d = pole - s
-    normal = _unit_normal(a_out[0], line)
+    e = frames.p[goals.elbow] + frames.R[goals.elbow] @ goals.elbow_offset - s
+    d = goals.pole - s
+    normal = _unit_normal(frames.a[0], line)
     if abs(d @ normal) > SIDE_PLANE:
         return (e @ normal) * np.sign(d @ normal)
     length = np.sqrt(line @ line)
@@ -208,29 +214,41 @@ def pole_side(p_out, R_out, a_out, elbow, elbow_offset, pole, tip):
 
 
 @njit(cache=True)
-def _pole_step(q, chain, pole, elbow, elbow_offset, N, R_out, p_out, a_out):
+def _pole_step(q, model, goals, N, frames):
     """Damped least-squares step of the elbow toward the pole, within the nullspace N."""
-    kind, var, mult = chain[3], chain[4], chain[5]
     n_var = q.shape[0]
-    point = p_out[elbow] + R_out[elbow] @ elbow_offset
+    elbow = goals.elbow
+    point = frames.p[elbow] + frames.R[elbow] @ goals.elbow_offset
     Je = np.empty((6, n_var))
-    kin.point_jacobian(p_out, a_out, kind, var, mult, point, elbow, Je)
+    kin.point_jacobian(frames.p, frames.a, model.kind, model.var, model.mult, point, elbow, Je)
     M = Je[:3] @ N
     A = M @ M.T
     for i in range(3):
         A[i, i] += POLE_DAMPING * POLE_DAMPING
-    return M.T @ solve_spd(A, pole - point)
+    return M.T @ solve_spd(A, goals.pole - point)
 
 
 @njit(cache=True)
-def secondary_step(q, chain, lower, upper, weights, gain, q_pref, pole, elbow, elbow_offset, Jw, Rt, sw,
-                   target_frame, cutoff, R_out, p_out, a_out):
-    """One bounded nullspace step of all goals at a converged pose (``frames`` output and weighted J given)."""
+def goal_step(q, model, goals, task, Jw, Rt, frames):
+    """One bounded nullspace step of all goals at a converged pose.
+
+    Args:
+        q: the converged joints.
+        model, goals, task: ``kernel_data.Model``, ``GoalData`` and ``Task``.
+        Jw: the weighted task Jacobian at q (rows as ``kinematics.goal_rows``).
+        Rt: the target rotation (rows in the target frame when ``task.target_frame``).
+        frames: ``kernel_data.Frames`` at q.
+
+    Returns:
+        The step dq (rad or m), at most NS_MAX_STEP per joint.
+    """
     n_var = q.shape[0]
+    weights = goals.weights
     total = weights.sum()
     if not total > 0.0:   # no goal: no step (the weights below are relative to their sum)
         return np.zeros(n_var)
-    N = nullspace_projector(Jw, cutoff)
+    N = nullspace_projector(Jw, goals.cutoff)
+    lower, upper, q_pref = model.lower, model.upper, goals.q_pref
     z = np.zeros(n_var)
     for i in range(n_var):
         if weights[0] > 0.0:
@@ -240,15 +258,25 @@ def secondary_step(q, chain, lower, upper, weights, gain, q_pref, pole, elbow, e
             x = (q[i] - 0.5 * (upper[i] + lower[i])) / half
             z[i] -= weights[1] * x * x * x / half
     if weights[2] > 0.0:
-        H = kin.jacobian_derivatives(p_out, a_out, chain[3], chain[4], chain[5], n_var)
+        H = kin.jacobian_derivatives(frames.p, frames.a, model.kind, model.var, model.mult, n_var)
         Hw = np.empty_like(H)
         for k in range(n_var):
-            Hw[k] = kin.goal_rows(H[k], Rt, sw, target_frame)
+            Hw[k] = kin.goal_rows(H[k], Rt, task.sw, task.target_frame)
         z += weights[2] * manipulability_gradient(Jw, Hw)
-    dq = N @ (gain / total * z)
-    if weights[3] > 0.0 and elbow >= 0:
-        dq += weights[3] / total * _pole_step(q, chain, pole, elbow, elbow_offset, N, R_out, p_out, a_out)
+    dq = N @ (goals.gain / total * z)
+    if weights[3] > 0.0 and goals.elbow >= 0:
+        dq += weights[3] / total * _pole_step(q, model, goals, N, frames)
     largest = np.abs(dq).max()
     if largest > NS_MAX_STEP:
         dq *= NS_MAX_STEP / largest
     return dq
+
+
+@njit(cache=True)
+def secondary_step(q, chain, lower, upper, weights, gain, q_pref, pole, elbow, elbow_offset, Jw, Rt, sw,
+                   target_frame, cutoff, R_out, p_out, a_out):
+    """``goal_step`` for callers that hold the goals as separate arrays (``Chain.kin_args`` as ``chain``)."""
+    model = Model(chain[0], chain[1], chain[2], chain[3], chain[4], chain[5], chain[6], lower, upper)
+    goals = GoalData(weights, gain, 1, q_pref, pole, elbow, elbow_offset, cutoff)
+    task = Task(sw, sw, target_frame, False, True)
+    return goal_step(q, model, goals, task, Jw, Rt, Frames(R_out, p_out, a_out))

@@ -1,4 +1,12 @@
-"""Solver options: the tuning of the solve loop, each checked against its range."""
+"""Solver options: the tuning of the solve loop, and each numeric option's range in one table (``OPTION_RANGES``).
+
+The table gives, per option, the range ``SolverOptions.validate`` accepts (what
+the solver handles) and the narrower range a node offers as a parameter (a
+policy: a node's parameters are set by hand, over a network, and a typo such as
+a timeout of 3600 s there would hold a request for an hour).  So both checks,
+the unit and the description come from one place.
+"""
+from collections import namedtuple
 from dataclasses import dataclass, field, fields
 import numbers
 
@@ -11,9 +19,52 @@ MAX_RANDOM_SEED = 2 ** 63 - 1
 MODES = ('first', 'closest', 'manipulability')
 MODE_FIRST, MODE_CLOSEST, MODE_MANIPULABILITY = range(3)
 
+OptionRange = namedtuple('OptionRange', ['low', 'high', 'open_low', 'integer', 'unit', 'description', 'node_low',
+                                         'node_high'])
+OptionRange.__doc__ = ('One numeric option: the range SolverOptions accepts, [low, high] ((low, high] if open_low), '
+                       'its unit and meaning, and the range a node offers for it as a parameter (None: the same).')
 
-def _number(name, value, low=-np.inf, high=np.inf, integer=False, open_low=False):
-    """Check one option's type and range; ValueError with the option's name otherwise."""
+#: Every numeric SolverOptions field: its range, unit, description and the node's parameter range.
+OPTION_RANGES = {
+    'position_tolerance': OptionRange(0.0, 1e6, True, False, 'm', 'Converged below this tip position error',
+                                      1e-9, 0.1),
+    'orientation_tolerance': OptionRange(0.0, 1e6, True, False, 'rad',
+                                         'Converged below this tip orientation error', 1e-9, 0.5),
+    'max_step': OptionRange(0.0, 1e6, True, False, 'rad or m', 'Largest joint change of one iteration', 1e-3, 3.2),
+    'svd_cutoff': OptionRange(0.0, 1e6, True, False, '', 'pinv and nullspace: smaller singular values count as zero',
+                              None, None),
+    'timeout': OptionRange(0.0, 3600.0, True, False, 's', 'Wall-clock budget of one solve, restarts included',
+                           1e-4, 1.0),
+    'alpha': OptionRange(-1e6, 1e6, False, False, '', "transpose: gain; <= 0 selects Buss's optimal step", 0.0, 100.0),
+    'damping': OptionRange(0.0, 1e6, False, False, '', 'dls: damping lambda', 0.0, 10.0),
+    'damping_max': OptionRange(0.0, 1e6, False, False, '', 'adaptive_dls: largest damping lambda_max', 0.0, 10.0),
+    'epsilon': OptionRange(0.0, 1e6, False, False, '', 'adaptive_dls: damping starts below this smallest singular '
+                           'value', 1e-6, 10.0),
+    'lm_bias': OptionRange(0.0, 1e6, False, False, '', 'lm: damping floor added to the error-dependent damping',
+                           0.0, 1.0),
+    'max_iterations': OptionRange(1, 10 ** 7, False, True, '', 'Iterations of one attempt before a random restart',
+                                  1, 10000),
+    'patience': OptionRange(1, 10 ** 9, False, True, '', 'Iterations without 10 % progress before a restart',
+                            None, None),
+    'max_attempts': OptionRange(0, 10 ** 9, False, True, '', 'Attempts of one solve; 0: as many as the timeout allows',
+                                None, None),
+    'random_seed': OptionRange(0, MAX_RANDOM_SEED, False, True, '', 'Seed of the random restarts (deterministic '
+                               'solves)', 0, 2 ** 31 - 1),
+    'jump_threshold': OptionRange(0.0, np.inf, True, False, 'rad or m', "mode 'first': a solution moving a joint "
+                                  'further than this from the seed makes the search go on for the closest one',
+                                  0.001, 100.0),
+}
+
+
+def node_range(name):
+    """Return (low, high): the range a node declares for option ``name`` (the solver's own where none is set)."""
+    r = OPTION_RANGES[name]
+    return (r.low, r.high) if r.node_low is None else (r.node_low, r.node_high)
+
+
+def _number(name, value):
+    """Check one option's type and range (``OPTION_RANGES``); ValueError with the option's name otherwise."""
+    low, high, open_low, integer = OPTION_RANGES[name][:4]
     kinds = numbers.Integral if integer else numbers.Real
     if isinstance(value, bool) or not isinstance(value, kinds):
         kind = 'an integer' if integer else 'a number'
@@ -63,17 +114,8 @@ class SolverOptions:
         if not isinstance(self.method, str):
             raise ValueError(f'method must be a string, got {type(self.method).__name__}')
         method_id(self.method)
-        for name in ('position_tolerance', 'orientation_tolerance', 'max_step', 'svd_cutoff'):
-            _number(name, getattr(self, name), 0.0, 1e6, open_low=True)
-        _number('timeout', self.timeout, 0.0, 3600.0, open_low=True)
-        _number('alpha', self.alpha, -1e6, 1e6)
-        for name in ('damping', 'damping_max', 'epsilon', 'lm_bias'):
-            _number(name, getattr(self, name), 0.0, 1e6)
-        _number('max_iterations', self.max_iterations, 1, 10 ** 7, integer=True)
-        _number('patience', self.patience, 1, 10 ** 9, integer=True)
-        _number('max_attempts', self.max_attempts, 0, 10 ** 9, integer=True)
-        _number('random_seed', self.random_seed, 0, MAX_RANDOM_SEED, integer=True)
-        _number('jump_threshold', self.jump_threshold, 0.0, np.inf, open_low=True)
+        for name in OPTION_RANGES:
+            _number(name, getattr(self, name))
         for name in ('position_only', 'orientation_only'):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f'{name} must be True or False, got {getattr(self, name)!r}')

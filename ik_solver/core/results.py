@@ -1,15 +1,16 @@
-"""What a solve returns: IKResult for one target, BatchResult for many, and the reasons."""
+"""What a solve returns: ``IKResult`` for one target, ``BatchResult`` for many (reasons: ``reasons.Reason``)."""
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .attempt import _exact_sigma
+from .attempt import exact_sigma
+from .reasons import Reason
 
-# Reasons, stable strings for logs and the ROS service, indexed by the kernels' reason codes.
-REASONS = ('success', 'unreachable', 'timeout', 'joint_limits', 'singular', 'invalid_input', 'collision')
-(R_SUCCESS, R_UNREACHABLE, R_TIMEOUT, R_JOINT_LIMITS, R_SINGULAR, R_INVALID, R_COLLISION) = range(7)
-REASON_OK, REASON_UNREACHABLE, REASON_TIMEOUT, REASON_JOINT_LIMITS, REASON_SINGULAR, REASON_INVALID, \
-    REASON_COLLISION = REASONS
+
+#: The reasons a solve can end with, as the strings ``IKResult.reason`` holds.
+REASONS = tuple(r.label for r in (Reason.SUCCESS, Reason.UNREACHABLE, Reason.TIMEOUT, Reason.JOINT_LIMITS,
+                                  Reason.SINGULAR, Reason.INVALID_INPUT, Reason.COLLISION))
+REASON_OK = Reason.SUCCESS.label
 #: Message prefix of a success whose elbow is not on the pole's side (no such solution found within the timeout).
 POLE_SIDE_UNREACHABLE = 'pole_side_unreachable'
 
@@ -23,6 +24,7 @@ class IKResult:
     ``position_error`` (m) and ``orientation_error`` (rad) are the TRUE errors of
     ``joints`` on all axes, whatever the weights; ``task_error`` is the weighted,
     masked error convergence used (sqrt(sum w_i e_i^2), after bounds).
+    ``reason`` is a ``Reason`` label ('success', 'timeout', ...; ``code`` gives the member).
     ``sigma_min``, the smallest singular value of the task Jacobian at ``joints``
     (masked rows left out), is computed exactly (SVD) when first read.
     """
@@ -37,15 +39,20 @@ class IKResult:
     reason: str = REASON_OK
     message: str = ''
     task_error: float = float('nan')
-    _task: tuple = field(default=None, repr=False, compare=False)   # (target, plan.args)
+    _task: tuple = field(default=None, repr=False, compare=False)   # (target, (model, params))
     _sigma: float = field(default=float('nan'), repr=False, compare=False)
+
+    @property
+    def code(self):
+        """The ``Reason`` member of ``reason``: the service response code."""
+        return Reason.of(self.reason)
 
     @property
     def sigma_min(self):
         """Smallest singular value of the task Jacobian at ``joints``: the distance to a singularity."""
         if self._sigma != self._sigma and self._task is not None:
-            T, (chain, _, _, fp, ip, _) = self._task
-            self._sigma = float(_exact_sigma(np.ascontiguousarray(self.joints, dtype=float), chain, T, fp, ip))
+            T, (model, params) = self._task
+            self._sigma = float(exact_sigma(np.ascontiguousarray(self.joints, dtype=float), model, T, params))
         return self._sigma
 
 
@@ -59,7 +66,7 @@ class BatchResult:
     orientation_error: np.ndarray   # (B,) true, rad
     task_error: np.ndarray          # (B,)
     iterations: np.ndarray          # (B,) int
-    reasons: list                   # B strings
+    reasons: list                   # B ``Reason`` labels
     elapsed: float                  # s, whole batch
     pole_side_missed: np.ndarray = None   # (B,) bool: success, but no elbow on the pole's side within the timeout
     _task: tuple = field(default=None, repr=False, compare=False)
@@ -72,6 +79,6 @@ class BatchResult:
     def sigma_min(self):
         """(B,) smallest singular values of the task Jacobians at ``joints``."""
         if self._sigma is None:
-            targets, (chain, _, _, fp, ip, _) = self._task
-            self._sigma = np.array([_exact_sigma(q, chain, T, fp, ip) for q, T in zip(self.joints, targets)])
+            targets, (model, params) = self._task
+            self._sigma = np.array([exact_sigma(q, model, T, params) for q, T in zip(self.joints, targets)])
         return self._sigma

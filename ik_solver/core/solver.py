@@ -1,69 +1,44 @@
-"""The IK solve loop: error -> Jacobian -> step -> clamp -> converged?, with restarts, in compiled code.
+"""IKSolver: inverse kinematics of one chain, the search in compiled code.
 
-The whole search runs in numba kernels: attempts from the seed and then from
-random starts, the choice among solutions (``mode``), and the wall clock,
-read inside the iteration loop (``clock.monotonic``), so a solve returns within
-its timeout plus one iteration whatever the options.  Python only validates
-input, picks a cached plan (the options turned into kernel arrays) and builds
-the result; ``solve_batch`` runs the same kernel over a batch with ``prange``.
+The whole search runs in numba kernels: attempts (``attempt``) from the seed
+and then from random starts, the choice among solutions (``search``), and the
+wall clock, read inside the iteration loop (``clock.monotonic``), so a solve
+returns within its timeout plus one iteration whatever the options.  Python
+only validates input, picks a cached plan (``plan``: the options turned into
+the kernels' named data, ``kernel_data``) and builds the result (``results``);
+``solve_batch`` runs the same kernels over a batch with ``prange`` (``batch``).
 The kernels Python calls release the GIL (``nogil``; every call has its own
 work arrays), so a node's other callbacks run while a long solve is under way.
-
-Random restarts draw from a counter-based generator seeded by (``random_seed``,
-item index), so a solve is reproducible for a given seed as long as it
-finishes within the same number of attempts (``max_attempts`` bounds that
-count for full determinism), and a batch item does not depend on the thread
-that ran it.
 
 Goals: weights (0 frees an axis) and per-axis ``bounds`` may be given in the
 base frame or the target (tool) frame; convergence uses the weighted, masked
 error (``task_error``), while results always report the true position and
 orientation error of the returned joints.
 
-Compilation is per kernel variant (``kernel_variant``): a solver compiles, on
-construction, only the step method and goals its options use.  The compiled
-kernels are cached by source content (``kernel_cache``), so a change in any
-kernel file recompiles every kernel that could inline it.
+Compilation is per kernel variant (``kernel_data.kernel_variant``): a solver
+compiles, on construction, only the step method and goals its options use.
+The compiled kernels are cached by source content (``kernel_cache``), so a
+change in any kernel file recompiles every kernel that could inline it.
 """
-from dataclasses import dataclass, replace
+from dataclasses import replace
 import time
 
 import numpy as np
 
-from . import kinematics as kin
-from .attempt import _workspace
-from .batch import _solve_batch
-from .clock import monotonic  # noqa: F401  (tests reach the kernels through this module)
-from .methods import method_id, METHOD_NAMES
+from .attempt import workspace
+from .batch import batch_arrays, solve_batch
+from .kernel_data import kernel_variant, REPORT  # noqa: F401  (kernel_variant: part of this module's API)
+from .methods import METHOD_NAMES
 from .nullspace import NullspaceGoals
-from .options import _OPTION_NAMES, MODE_MANIPULABILITY, MODES, SolverOptions
-from .plan import (  # noqa: F401
-    _pack, FP_BOUNDS, FP_CENTER, FP_ELBOW_OFFSET, FP_NS_W, FP_POLE, FP_SIZE, FP_SW, FP_TIMEOUT, IP_BOUNDS, IP_ELBOW,
-    IP_MAX_ATTEMPTS, IP_MAX_ITER, IP_METHOD, IP_MODE, IP_NS_ITERS, IP_PATIENCE, IP_PLAIN, IP_ROWS, IP_SEED, IP_SIZE,
-    IP_TARGET_FRAME, IP_YIELD, kernel_variant, RP_ATTEMPTS, RP_BEST_ERR, RP_CHOSEN, RP_DISTANCE, RP_EVALUATED,
-    RP_ITERS, RP_JUMP, RP_POLE_SIDE, RP_POS, RP_REASON, RP_ROT, RP_SIZE, RP_TASK, W_BEST, W_CAND, W_EVAL, W_SIZE)
-from .results import (
-    BatchResult, IKResult, POLE_SIDE_UNREACHABLE, R_COLLISION, R_SUCCESS, R_UNREACHABLE, REASON_COLLISION, REASON_OK,
-    REASONS)
-from .search import (
-    _conclude, _offer, _prepare_seed, _score, _search, _solve_fast, _solve_one, _summary, CANDIDATE, POSE_INVALID,
-    SEED_NOT_FINITE, SEED_OK, SEED_SLACK)
+from .options import _OPTION_NAMES, SolverOptions
+from .plan import chain_model, chain_reach, make_plan
+from .reasons import Reason
+from .results import BatchResult, IKResult, POLE_SIDE_UNREACHABLE, REASON_OK, REASONS
+from .search import (CANDIDATE, conclude, new_search, offer, POSE_INVALID, R_SUCCESS, R_UNREACHABLE, rank, search,
+                     SEED_NOT_FINITE, SEED_OK, SEED_SLACK, solve_fast, solve_one, summary)
 from .transforms import check_pose, rotation_error
+
 _FLOAT64 = np.dtype(np.float64)
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """Options turned into kernel arguments, once per option set."""
-
-    options: SolverOptions
-    fp: np.ndarray
-    ip: np.ndarray
-    q_pref: np.ndarray
-    args: tuple     # the kernels' (chain, lower, upper, fp, ip, q_pref)
-    packed: tuple   # the same, packed for _solve_fast
-    variant: tuple  # the kernel variant (``kernel_variant``): the code this plan runs
-
 
 #: Plans kept per solver for per-call overrides (least recently built dropped first).
 PLAN_CACHE_SIZE = 64
@@ -87,9 +62,8 @@ class IKSolver:
             raise ValueError('collision must have a check(q) method returning None or (link_a, link_b)')
         self.chain = chain
         self.collision = collision
-        self._reach = self._reach_bound()
-        self._limits = (np.ascontiguousarray(chain.lower, dtype=float), np.ascontiguousarray(chain.upper, dtype=float))
-        self._kin = tuple(np.ascontiguousarray(a) for a in chain.kin_args)
+        self._reach = chain_reach(chain)
+        self._model = chain_model(chain)
         self._n_var = chain.n
         self._mid = np.ascontiguousarray(chain.mid_configuration(), dtype=float)   # the default seed, never written
         self.options = self._replace(options or SolverOptions(), overrides)
@@ -115,13 +89,13 @@ class IKSolver:
                 and (f := target.flags).c_contiguous and f.writeable and (g := seed.flags).c_contiguous \
                 and g.writeable:
             q = np.empty(self._n_var)
-            code, summary = _solve_fast(plan.variant, target, seed, *plan.packed, start, q)
+            code, report = solve_fast(plan.variant, target, seed, *plan.packed, start, q)
             if code == SEED_OK:
-                reason, position, rotation, task, iterations, restarts, pole_missed, _, _ = summary
+                reason, position, rotation, task, iterations, restarts, pole_missed, _, _ = report
                 if reason == R_SUCCESS and not pole_missed:   # the common case, without _result's call
                     return IKResult(True, q, position, rotation, iterations, restarts, time.perf_counter() - start,
-                                    REASON_OK, '', task, (target, plan.args))
-                return self._result(summary, q, target, plan, start)
+                                    REASON_OK, '', task, (target, plan.kernel_args))
+                return self._result(report, q, target, plan, start)
         return self._solve_checked(target, seed, overrides, start)
 
     def solve_batch(self, targets, seeds=None, **overrides):
@@ -135,28 +109,11 @@ class IKSolver:
         (no further search per item).
         """
         start = time.perf_counter()
-        targets, seeds, position_only = self._batch_arrays(targets, seeds)
+        targets, seeds, position_only = batch_arrays(self.chain, targets, seeds)
         if position_only:
             overrides['position_only'] = True
         plan = self._plan_for(overrides) if overrides else self._plan
-        B, n = seeds.shape
-        Q = np.empty((B, n))
-        reports = np.zeros((B, RP_SIZE))
-        _solve_batch(plan.variant, targets, seeds, *plan.args, Q, reports)
-        codes = reports[:, RP_REASON].astype(np.int64)
-        if self.collision is not None:
-            for b in np.flatnonzero(codes == R_SUCCESS):
-                if self.collision.check(Q[b].copy()) is not None:
-                    codes[b] = R_COLLISION
-                    Q[b] = np.clip(seeds[b], self.chain.lower, self.chain.upper)
-        return BatchResult(Q, codes == R_SUCCESS, reports[:, RP_POS], reports[:, RP_ROT], reports[:, RP_TASK],
-                           reports[:, RP_ITERS].astype(np.int64), [REASONS[c] for c in codes],
-                           time.perf_counter() - start, self._pole_missed(plan, codes, reports), (targets, plan.args))
-
-    @staticmethod
-    def _pole_missed(plan, codes, reports):
-        """(B,) True where an item succeeded with its elbow off the pole's side (``pole_side_unreachable``)."""
-        return (plan.ip[IP_ELBOW] >= 0) & (codes == R_SUCCESS) & (reports[:, RP_POLE_SIDE] == 0.0)
+        return solve_batch(plan, self.chain, targets, seeds, self.collision, start)
 
     def _solve_checked(self, target, seed, overrides, start):
         """Solve with the input normalised and checked: ValueError on bad input; the collision-checked search."""
@@ -169,18 +126,16 @@ class IKSolver:
         seed = self._seed_array(seed)
         q_out = np.empty(self._n_var)
         if self.collision is None:   # the input is normalised to the one type the fast kernel was compiled for
-            code, summary = _solve_fast(plan.variant, T, seed, *plan.packed, start, q_out)
+            code, report = solve_fast(plan.variant, T, seed, *plan.packed, start, q_out)
             self._raise_for(code, T, seed)
-            return self._result(summary, q_out, T, plan, start)
-        work = np.empty((W_SIZE, self._n_var))
-        report = np.empty(RP_SIZE)
-        rng = np.zeros(1, dtype=np.uint64)
-        deadline = start + plan.options.timeout
-        code = _solve_one(plan.variant, T, seed, *plan.args, deadline, rng, work, report, q_out)
+            return self._result(report, q_out, T, plan, start)
+        s = new_search(self._n_var, start + plan.options.timeout)
+        report = np.zeros(1, dtype=REPORT)[0]
+        code = solve_one(plan.variant, T, seed, plan.model, plan.params, s, report, q_out)
         self._raise_for(code, T, seed)
         if code < 0:
-            return self._collision_search(T, seed, plan, deadline, rng, work, report, q_out, start)
-        return self._result(_summary(plan.ip, report), q_out, T, plan, start)
+            return self._collision_search(T, plan, s, report, q_out, start)
+        return self._result(summary(plan.params, report), q_out, T, plan, start)
 
     def _raise_for(self, code, T, seed):
         """Raise the ValueError a kernel's input code stands for (none for SEED_OK or a collision candidate)."""
@@ -218,46 +173,8 @@ class IKSolver:
         return plan
 
     def _prepare(self, opts, collision_yield=False):
-        """Validate options and turn them into the kernel's arguments."""
-        opts.validate()
-        weights, q_pref, pole, elbow, elbow_offset = opts.nullspace.validate(self.chain)
-        w = opts.task_weights()
-        bounds = opts.task_bounds()
-        fp = np.zeros(FP_SIZE)
-        fp[:FP_TIMEOUT + 1] = [opts.alpha, opts.damping, opts.damping_max, opts.epsilon, opts.svd_cutoff,
-                               opts.lm_bias, opts.max_step, opts.position_tolerance, opts.orientation_tolerance,
-                               opts.nullspace.gain, opts.jump_threshold, self._reach_limit(w, bounds, opts),
-                               opts.timeout]
-        fp[FP_SW:FP_SW + 6] = np.sqrt(w)
-        fp[FP_BOUNDS:FP_BOUNDS + 6] = bounds
-        fp[FP_NS_W:FP_NS_W + 4] = weights if opts.nullspace.iterations > 0 else 0.0
-        fp[FP_POLE:FP_POLE + 3] = pole
-        fp[FP_ELBOW_OFFSET:FP_ELBOW_OFFSET + 3] = elbow_offset
-        fp[FP_CENTER:FP_CENTER + 3] = self.chain.origin_p[0]
-        ip = np.zeros(IP_SIZE, dtype=np.int64)
-        ip[IP_MAX_ITER], ip[IP_PATIENCE], ip[IP_NS_ITERS] = opts.max_iterations, opts.patience, \
-            opts.nullspace.iterations
-        ip[IP_ELBOW] = elbow if weights[3] > 0 else -1
-        ip[IP_MAX_ATTEMPTS], ip[IP_MODE] = opts.max_attempts, MODES.index(opts.mode)
-        ip[IP_TARGET_FRAME], ip[IP_BOUNDS] = opts.weights_frame == 'target', opts.bounds is not None
-        ip[IP_YIELD], ip[IP_SEED], ip[IP_METHOD] = collision_yield, opts.random_seed, method_id(opts.method)
-        ip[IP_ROWS] = opts.weights_frame == 'target' or np.any(w != 1.0)
-        q_pref = np.ascontiguousarray(q_pref, dtype=float)
-        args = (self._kin, *self._limits, fp, ip, q_pref)
-        ip[IP_PLAIN] = (opts.mode == 'first' and opts.jump_threshold == np.inf and ip[IP_ELBOW] < 0
-                        and not np.any(fp[FP_NS_W:FP_NS_W + 4] > 0) and not collision_yield)
-        goals = ip[IP_ELBOW] >= 0 or ip[IP_MODE] == MODE_MANIPULABILITY or np.any(fp[FP_NS_W:FP_NS_W + 4] > 0)
-        return _Plan(opts, fp, ip, q_pref, args, _pack(*args), kernel_variant(ip[IP_METHOD], goals))
-
-    def _reach_limit(self, w, bounds, opts):
-        """Distance from the first joint beyond which the target is certainly out of reach (inf: no check).
-
-        Only when every position axis is constrained: a free axis (weight 0 or
-        infinite bound) can make a far target reachable.
-        """
-        if np.any(w[:3] == 0) or not np.all(np.isfinite(bounds[:3])):
-            return np.inf
-        return self._reach + opts.position_tolerance + float(np.linalg.norm(bounds[:3]))
+        """Validate options and turn them into a plan (``plan.make_plan``)."""
+        return make_plan(self.chain, self._model, self._reach, opts, collision_yield)
 
     # ----------------------------------------------------------------- input checks
     def _target(self, target):
@@ -300,76 +217,44 @@ class IKSolver:
         names = [name for name, o in zip(c.joint_names, outside) if o]
         raise ValueError(f'seed is outside the joint limits for {", ".join(names)}')
 
-    def _batch_arrays(self, targets, seeds):
-        n = self.chain.n
-        try:
-            T = np.array(targets, dtype=float)
-            S = None if seeds is None else np.array(seeds, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f'solve_batch needs numeric arrays: {exc}') from None
-        position_only = T.ndim in (1, 2) and T.shape[-1] == 3
-        if position_only:
-            P = T.reshape(-1, 3)
-            T = np.broadcast_to(np.eye(4), (len(P), 4, 4)).copy()
-            T[:, :3, 3] = P
-            if targets is not None and np.ndim(targets) == 1:
-                T = T[0]
-        if T.shape == (4, 4):
-            if S is None or S.ndim != 2:
-                raise ValueError('solve_batch with one target needs a batch of seeds (B x n)')
-            T = np.broadcast_to(T, (len(S), 4, 4))
-        if T.ndim != 3 or T.shape[1:] != (4, 4):
-            raise ValueError(f'targets must be B x 4 x 4 poses or B x 3 positions, got shape {T.shape}')
-        if S is None:
-            S = np.broadcast_to(self.chain.mid_configuration(), (len(T), n))
-        elif S.shape == (n,):
-            S = np.broadcast_to(S, (len(T), n))
-        if S.shape != (len(T), n):
-            raise ValueError(f'seeds must be {len(T)} x {n} (one per target), got shape {S.shape}')
-        return np.ascontiguousarray(T), np.ascontiguousarray(S), position_only
-
     # ----------------------------------------------------------------- results
-    def _collision_search(self, T, seed, plan, deadline, rng, work, report, q_out, start):
-        """Run the search with a Python collision check on every converged candidate."""
-        Rt, pt = np.ascontiguousarray(T[:3, :3]), np.ascontiguousarray(T[:3, 3])
-        clamped = np.minimum(np.maximum(seed, self.chain.lower), self.chain.upper)
-        search_bounds = np.empty((2, len(seed)))
-        _prepare_seed(seed, *self._limits, np.empty(len(seed)), search_bounds[0], search_bounds[1])
-        ws = _workspace(len(self._kin[2]), len(seed))
+    def _collision_search(self, T, plan, s, report, q_out, start):
+        """Run the search ``s`` (started by ``solve_one``) with a Python collision check of every candidate."""
+        model, params = plan.kernel_args
+        ws = workspace(len(model.axis), self._n_var)
         collided, best_pair, best_score = 0, None, np.inf
         status = CANDIDATE
         while status == CANDIDATE:
-            q = work[W_CAND].copy()
+            q = s.work.candidate.copy()
             pair = self.collision.check(q.copy())
             if pair is None:
-                if _offer(plan.variant, q, clamped, self._kin, *self._limits, Rt, plan.fp, plan.ip, ws, work, report):
+                if offer(plan.variant, q, model, params, s, ws, report):
                     break
             else:
                 collided += 1
-                score = _score(plan.variant, q, clamped, self._kin, *self._limits, Rt, plan.fp, plan.ip, ws)[0]
+                score = rank(plan.variant, q, model, params, s, ws)[0]
                 if score < best_score:
                     best_pair, best_score = tuple(pair), score
-            if time.perf_counter() >= deadline:
+            if time.perf_counter() >= s.deadline:
                 break
-            status = _search(plan.variant, clamped, self._kin, *self._limits, search_bounds[0], search_bounds[1], Rt,
-                             pt, plan.fp, plan.ip, plan.q_pref, deadline, rng, work, report)
-        if report[RP_CHOSEN] == 0.0 and collided:
-            work[W_BEST] = clamped
-            report[RP_BEST_ERR] = np.inf
-        _conclude(clamped, self._kin, *self._limits, Rt, pt, plan.fp, plan.ip, work, report, q_out)
-        result = self._result(_summary(plan.ip, report), q_out, T, plan, start)
+            status = search(plan.variant, model, params, s, report)
+        if not report['chosen'] and collided:
+            s.work.best[:] = s.seed
+            report['best_error'] = np.inf
+        conclude(model, params, s, report, q_out)
+        result = self._result(summary(params, report), q_out, T, plan, start)
         if not result.success and collided:
-            result.reason = REASON_COLLISION
+            result.reason = Reason.COLLISION.label
             result.message = (f'{collided} solution(s) found, all in collision; the best one collides '
                               f'{best_pair[0]} with {best_pair[1]}; returning the seed')
         return result
 
-    def _result(self, summary, q, T, plan, start):
+    def _result(self, report, q, T, plan, start):
         """Build the IKResult of a kernel's ``_summary``."""
-        reason, position, rotation, task, iterations, restarts, pole_missed, distance, best = summary
+        reason, position, rotation, task, iterations, restarts, pole_missed, distance, best = report
         if reason == R_SUCCESS and not pole_missed:
             return IKResult(True, q, position, rotation, iterations, restarts, time.perf_counter() - start,
-                            REASON_OK, '', task, (T, plan.args))
+                            REASON_OK, '', task, (T, plan.kernel_args))
         if pole_missed:
             message = (f'{POLE_SIDE_UNREACHABLE}: no solution with the elbow on the pole side was found in '
                        f'{restarts + 1} attempts within the timeout; returning the best one on the other side')
@@ -383,17 +268,7 @@ class IKSolver:
                        f'{plan.options.timeout * 1e3:.1f} ms; best error {position:.2e} m, {rotation:.2e} rad '
                        f'(task error {task:.2e})')
         return IKResult(reason == R_SUCCESS, q, position, rotation, iterations, restarts,
-                        time.perf_counter() - start, REASONS[reason], message, task, (T, plan.args))
-
-    def _reach_bound(self):
-        """Upper bound on the tip's distance from the first joint: link lengths plus prismatic travel."""
-        c = self.chain
-        reach = np.linalg.norm(c.origin_p[1:], axis=1).sum()
-        for i in np.flatnonzero(c.kind == kin.PRISMATIC):
-            j = c.var[i]
-            travel = max(abs(c.lower[j]), abs(c.upper[j])) if np.isfinite(c.lower[j]) else np.inf
-            reach += abs(c.mult[i]) * travel + abs(c.offset[i])
-        return reach
+                        time.perf_counter() - start, Reason(reason).label, message, task, (T, plan.kernel_args))
 
 
 _WARM = set()
@@ -426,7 +301,10 @@ def _warm(solver, batch):
         plain.solve(T, q, max_attempts=1, timeout=10.0)   # float64 C arrays: the one type _solve_fast serves
     if solver.collision is not None and ('collision', variant) not in _WARM:
         _WARM.add(('collision', variant))
-        IKSolver(solver.chain, solver.options, collision=_FirstCollides()).solve(T, q, max_attempts=3, timeout=10.0)
+        # A reachable target (the seed's own pose): the first solution collides, a later one is taken, so every
+        # kernel of the Python-side collision search runs here and none compiles within a caller's timeout.
+        IKSolver(solver.chain, solver.options, collision=_FirstCollides()).solve(solver.chain.fk(q), q,
+                                                                                 max_attempts=10, timeout=10.0)
     if batch and ('batch', variant) not in _WARM:
         solver.solve_batch(T[None], q[None], max_attempts=1, timeout=10.0)
         _WARM.add(('batch', variant))

@@ -2,19 +2,35 @@
 
 Every target, service call, path request and controller event ends in exactly one
 ``Outcome``.  The node publishes it on ``~/status`` and hands it to its listeners
-(diagnostics, markers), so each of them sees the same facts.
+(diagnostics, markers), so each of them sees the same facts.  Its reason is a
+``Reason`` (``core.reasons``): the same table gives the solver's reasons, the
+``~/status`` strings and the SolveIK/PlanPath response codes.
 """
 from dataclasses import dataclass
 import threading
 
 import numpy as np
 
-SUCCESS = 'success'
+from ..core.reasons import Reason
+
+SUCCESS = Reason.SUCCESS.label
+
+
+def reason_code(reason):
+    """Return the SolveIK/PlanPath response code of a reason (a ``Reason`` or its label); INVALID_INPUT if unknown."""
+    try:
+        return int(Reason.of(reason))
+    except ValueError:
+        return int(Reason.INVALID_INPUT)
 
 
 @dataclass
 class Outcome:
-    """What became of one input; ``reason`` is 'success' or a SolveIK.Response name in lower case."""
+    """What became of one input; ``reason`` is a ``Reason`` label ('success', 'joint_jump', ...).
+
+    A ``Reason`` member given for ``reason`` is stored as its label, so the
+    status message and listeners see one kind of value.
+    """
 
     source: str                     # 'topic', 'service', 'path' or 'controller'
     reason: str
@@ -29,9 +45,20 @@ class Outcome:
     execution: str = ''             # controller feedback: sent, accepted, rejected, succeeded, aborted, ...
     controller_error_code: int = 0
 
+    def __post_init__(self):
+        """Store a ``Reason`` given for ``reason`` as its label."""
+        if isinstance(self.reason, Reason):
+            self.reason = self.reason.label
+
     @property
     def success(self):
-        return self.reason == SUCCESS
+        """True for the SUCCESS reason."""
+        return self.code == Reason.SUCCESS
+
+    @property
+    def code(self):
+        """The response code of ``reason`` (``reason_code``): what SolveIK/PlanPath responses carry."""
+        return reason_code(self.reason)
 
 
 class OutcomeReporter:
@@ -79,7 +106,7 @@ class OutcomeReporter:
         status.source = outcome.source
         status.method = outcome.method
         status.success = outcome.success
-        status.reason = outcome.reason
+        status.reason = outcome.reason.label if isinstance(outcome.reason, Reason) else outcome.reason
         status.message = outcome.message
         status.target_age = float(outcome.target_age)
         status.superseded = int(min(outcome.superseded, 2 ** 32 - 1))

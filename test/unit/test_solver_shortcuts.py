@@ -7,8 +7,11 @@ Each is checked here against the long way: a fresh forward kinematics pass of
 the returned joints, and the allocating functions.
 """
 from ik_solver.core import kinematics as kin
-from ik_solver.core import solver as solver_module
+from ik_solver.core.clock import monotonic
+from ik_solver.core.kernel_data import REPORT, StepGains
 from ik_solver.core.methods import LM, lm_step, lm_step_into, METHOD_NAMES, step, step_into
+from ik_solver.core.reasons import Reason
+from ik_solver.core.search import new_search, SEED_OK, solve_one
 from ik_solver.core.solver import IKSolver
 from ik_solver.core.transforms import make_pose, rotation_error
 import numpy as np
@@ -108,23 +111,21 @@ def test_a_tracking_solve_reuses_its_last_kinematics_pass(ik7, rng):
     q, targets = tracking_targets(ik7, rng, 1)
     T = targets[0]
     plan = solver._plan
-    work = np.empty((solver_module.W_SIZE, ik7.n))
-    report = np.empty(solver_module.RP_SIZE)
+    search = new_search(ik7.n, monotonic() + 1.0)
+    report = np.zeros(1, dtype=REPORT)[0]
     q_out = np.empty(ik7.n)
-    code = solver_module._solve_one(plan.variant, T, q, *plan.args, solver_module.monotonic() + 1.0,
-                                    np.zeros(1, dtype=np.uint64), work, report, q_out)
-    assert code == solver_module.SEED_OK and report[solver_module.RP_REASON] == solver_module.R_SUCCESS
-    assert report[solver_module.RP_EVALUATED] == 1.0
-    np.testing.assert_array_equal(q_out, work[solver_module.W_EVAL])
+    code = solve_one(plan.variant, T, q, plan.model, plan.params, search, report, q_out)
+    assert code == SEED_OK and report['reason'] == Reason.SUCCESS
+    assert report['evaluated']
+    np.testing.assert_array_equal(q_out, search.work.evaluated)
     position, orientation, task = fresh_errors(ik7, q_out, T)
-    assert report[solver_module.RP_POS] == pytest.approx(position, abs=1e-12)
-    assert report[solver_module.RP_ROT] == pytest.approx(orientation, abs=1e-12)
-    assert report[solver_module.RP_TASK] == pytest.approx(task, abs=1e-12)
+    assert report['position'] == pytest.approx(position, abs=1e-12)
+    assert report['rotation'] == pytest.approx(orientation, abs=1e-12)
+    assert report['task'] == pytest.approx(task, abs=1e-12)
 
 
 def test_in_place_steps_equal_the_allocating_ones(rng):
-    fp = np.zeros(solver_module.FP_SIZE)
-    fp[:6] = [0.0, 0.05, 0.05, 0.05, 1e-6, 1e-5]
+    gains = StepGains(alpha=0.0, damping=0.05, damping_max=0.05, epsilon=0.05, cutoff=1e-6, lm_bias=1e-5)
     for shape in ((6, 7), (6, 6), (3, 7)):
         J = rng.normal(size=shape)
         e = rng.normal(size=shape[0]) * 0.1
@@ -136,8 +137,8 @@ def test_in_place_steps_equal_the_allocating_ones(rng):
         np.testing.assert_allclose(A @ dq, J.T @ e, atol=1e-12)
         for method in range(len(METHOD_NAMES)):
             into = np.empty(shape[1])
-            step_into(method, J, e, fp, np.empty((shape[1], shape[1])), into)
-            np.testing.assert_array_equal(into, step(method, J, e, fp))
+            step_into(method, J, e, gains, np.empty((shape[1], shape[1])), into)
+            np.testing.assert_array_equal(into, step(method, J, e, gains))
     assert METHOD_NAMES[LM] == 'lm'
 
 
@@ -157,17 +158,14 @@ def test_task_rows_in_place_equal_goal_rows(target_frame, rng):
 
 def _kernel_solve(solver, T, seed, plain, deadline=1.0):
     """(q_out, report) of the single-solve kernel with the plan's plain-plan shortcut on or off."""
-    chain, lower, upper, fp, ip, q_pref = solver._plan.args
-    ip = ip.copy()
-    assert ip[solver_module.IP_PLAIN] == 1   # the default options make a plain plan
-    ip[solver_module.IP_PLAIN] = int(plain)
-    work = np.empty((solver_module.W_SIZE, solver.chain.n))
-    report = np.empty(solver_module.RP_SIZE)
+    plan = solver._plan
+    assert plan.params.plain == 1   # the default options make a plain plan
+    params = plan.params._replace(plain=int(plain))
+    report = np.zeros(1, dtype=REPORT)[0]
     q_out = np.empty(solver.chain.n)
-    code = solver_module._solve_one(solver._plan.variant, np.ascontiguousarray(T), np.ascontiguousarray(seed), chain,
-                                    lower, upper, fp, ip, q_pref, solver_module.monotonic() + deadline,
-                                    np.zeros(1, dtype=np.uint64), work, report, q_out)
-    assert code == solver_module.SEED_OK
+    code = solve_one(plan.variant, np.ascontiguousarray(T), np.ascontiguousarray(seed), plan.model, params,
+                     new_search(solver.chain.n, monotonic() + deadline), report, q_out)
+    assert code == SEED_OK
     return q_out, report
 
 
@@ -190,10 +188,9 @@ def test_plain_plan_shortcut_gives_the_general_searchs_result(robot, request, rn
         q_plain, plain = _kernel_solve(solver, T, seed, True)
         q_general, general = _kernel_solve(solver, T, seed, False)
         np.testing.assert_array_equal(q_plain, q_general)
-        for field in ('RP_POS', 'RP_ROT', 'RP_TASK', 'RP_ITERS', 'RP_ATTEMPTS', 'RP_REASON', 'RP_CHOSEN',
-                      'RP_POLE_SIDE', 'RP_JUMP', 'RP_DISTANCE'):
-            index = getattr(solver_module, field)
-            assert plain[index] == general[index], field
-        outcomes.add((int(plain[solver_module.RP_REASON]), plain[solver_module.RP_ATTEMPTS] > 1))
-    assert (solver_module.R_SUCCESS, False) in outcomes and (solver_module.R_SUCCESS, True) in outcomes
-    assert any(reason != solver_module.R_SUCCESS for reason, _ in outcomes)
+        for field in ('position', 'rotation', 'task', 'iterations', 'attempts', 'reason', 'chosen', 'pole_side', 'jump',
+                      'distance'):
+            assert plain[field] == general[field], field
+        outcomes.add((int(plain['reason']), plain['attempts'] > 1))
+    assert (Reason.SUCCESS, False) in outcomes and (Reason.SUCCESS, True) in outcomes
+    assert any(reason != Reason.SUCCESS for reason, _ in outcomes)
