@@ -29,13 +29,14 @@ from .command_history import CommandHistory
 from .limits import JointLimits, MotionState
 from .start_state import choose_start, StateError
 from .timing import plan_joint_path, plan_move, SAMPLE_PERIOD, TimedPath
-from ..ros.outcome import SUCCESS
+from ..core.reasons import Reason
 
 #: The guard's refusal of a command whose start is older than the lead time when it is to leave (reported as
 #: EXPIRED by ``move`` once planned again, by ``execute`` at once).
 LATE = 'late'
 #: Labels of the reasons the commander itself gives (``Outcome.reason``, ~/status; SolveIK.Response names).
-EXPIRED, LIMIT_VIOLATION, CONTROLLER_UNAVAILABLE = 'expired', 'limit_violation', 'controller_unavailable'
+SUCCESS, EXPIRED = Reason.SUCCESS.label, Reason.EXPIRED.label
+LIMIT_VIOLATION, CONTROLLER_UNAVAILABLE = Reason.LIMIT_VIOLATION.label, Reason.CONTROLLER_UNAVAILABLE.label
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,11 @@ import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.parameter import Parameter
 
+from .share import share_path
 from ..core.exceptions import ModelError
 from ..core.methods import METHOD_NAMES
 from ..core.nullspace import NullspaceGoals
+from ..core.options import node_range, OPTION_RANGES
 from ..core.solver import SolverOptions
 from ..motion.limits import load_joint_limits
 from ..motion.timing import SAMPLE_PERIOD
@@ -169,6 +171,13 @@ class ParameterSet:
             self._on_change(changed)
 
 
+def _solver_param(name, default):
+    """Declare SolverOptions field ``name`` as its table says (``core.options.OPTION_RANGES``): one home per knob."""
+    option = OPTION_RANGES[name]
+    unit = f' [{option.unit}]' if option.unit else ''
+    return Param(name, default, option.description + unit, *node_range(name))
+
+
 PARAMETERS = (
     # Robot model (read at start).
     Param('robot_description', '', 'URDF XML of the robot; empty: urdf_file, else the robot_description topic',
@@ -211,21 +220,20 @@ PARAMETERS = (
           'above; at run time the box may only shrink', lengths=(3,)),
     # Solver.
     Param('method', 'lm', 'IK step method: ' + ', '.join(METHOD_NAMES), choices=METHOD_NAMES),
-    Param('timeout', 0.005, 'Wall-clock budget of one solve, restarts included [s]', 1e-4, 1.0),
-    Param('position_tolerance', 1e-5, 'Converged below this tip position error [m]', 1e-9, 0.1),
-    Param('orientation_tolerance', 1e-5, 'Converged below this tip orientation error [rad]', 1e-9, 0.5),
-    Param('max_iterations', 100, 'Iterations of one attempt before a random restart', 1, 10000),
-    Param('max_step', 1.0, 'Largest joint change of one iteration [rad or m]', 1e-3, 3.2),
-    Param('damping', 0.05, 'dls: damping lambda', 0.0, 10.0),
-    Param('damping_max', 0.05, 'adaptive_dls: largest damping lambda_max', 0.0, 10.0),
-    Param('epsilon', 0.05, 'adaptive_dls: damping starts below this smallest singular value', 1e-6, 10.0),
-    Param('alpha', 0.0, "transpose: gain; 0 selects Buss's optimal step", 0.0, 100.0),
-    Param('lm_bias', 1e-5, 'lm: damping floor added to the error-dependent damping', 0.0, 1.0),
+    _solver_param('timeout', 0.005),
+    _solver_param('position_tolerance', 1e-5),
+    _solver_param('orientation_tolerance', 1e-5),
+    _solver_param('max_iterations', 100),
+    _solver_param('max_step', 1.0),
+    _solver_param('damping', 0.05),
+    _solver_param('damping_max', 0.05),
+    _solver_param('epsilon', 0.05),
+    _solver_param('alpha', 0.0),
+    _solver_param('lm_bias', 1e-5),
     Param('mode', 'first', "'first': the first solution; 'closest': the one with the smallest largest-joint move "
           "from the seed; 'manipulability': the most manipulable, away from limits (both search the whole timeout)",
           choices=('first', 'closest', 'manipulability')),
-    Param('jump_threshold', 0.5, "mode 'first': a solution moving a joint further than this from the current state "
-          'makes the search go on for the closest one [rad or m]', 0.001, 100.0),
+    _solver_param('jump_threshold', 0.5),
     Param('max_joint_jump', 3.1416, 'A move changing any joint by more than this is refused (JOINT_JUMP); half a '
           'turn: elbow and wrist flips are refused, ordinary moves pass; streams may set their step bound '
           '[rad or m]', 0.001, 100.0),
@@ -236,7 +244,7 @@ PARAMETERS = (
           'not the base frame'),
     Param('bounds', UNSET, 'Per-axis tolerances x y z rx ry rz in the target frame (TRAC-IK bounds; .inf frees an '
           'axis); [0.0]: position/orientation_tolerance', lengths=(6,)),
-    Param('random_seed', 0, 'Seed of the random restarts (deterministic solves)', 0, 2 ** 31 - 1),
+    _solver_param('random_seed', 0),
     Param('avoid_collisions', True, 'Refuse solutions and moves in collision, where a collision model is loaded'),
     Param('srdf_file', '', 'SRDF whose disable_collisions pairs are not checked; a relative path is looked up in '
           "the package's share directory (e.g. config/ik7.srdf)", read_only=True),
@@ -335,7 +343,6 @@ def check_workspace_change(old, new):
 
 def package_file(path):
     """Resolve a file parameter: absolute paths as given, relative ones in the package's share directory."""
-    from ..tools.resources import share_path
     return path if not path or os.path.isabs(path) else share_path(path)
 
 

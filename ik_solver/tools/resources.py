@@ -7,22 +7,9 @@ domain 0 they must never subscribe to its ``/joint_states`` or command its
 controller.
 """
 import os
-import pathlib
 import sys
 
-
-def share_path(*parts):
-    """Path of a bundled file: installed share directory first, else the source tree."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        base = pathlib.Path(get_package_share_directory('ik_solver'))
-    except Exception:  # not installed with colcon: running from the source tree
-        base = pathlib.Path(__file__).resolve().parents[2]
-    path = base.joinpath(*parts)
-    if not path.exists():
-        source = pathlib.Path(__file__).resolve().parents[2].joinpath(*parts)
-        path = source if source.exists() else path
-    return str(path)
+from ..ros.share import share_path
 
 
 BUNDLED_ARMS = {
