@@ -14,6 +14,7 @@ import numpy as np
 from .resources import arm_files
 from ..core import methods
 from ..core.chain import load_chain
+from ..core.kernel_data import StepGains
 from ..core.solver import rotation_error
 
 COMPARED = ('transpose', 'pinv', 'dls', 'adaptive_dls')
@@ -24,7 +25,8 @@ def trace(chain, method, target, seed, iterations=60, max_step=0.5, damping=0.1)
 
     The step a method asks for is recorded before the solver's step clamp is applied.
     """
-    fp = np.array([0.0, damping, damping, 0.1, 1e-6, 1e-5, np.inf, 0, 0, 0])
+    gains = StepGains(alpha=0.0, damping=float(damping), damping_max=float(damping), epsilon=0.1, cutoff=1e-6,
+                      lm_bias=1e-5)
     mid = methods.method_id(method)
     q = seed.copy()
     errors, steps, sigmas = [], [], []
@@ -33,7 +35,7 @@ def trace(chain, method, target, seed, iterations=60, max_step=0.5, damping=0.1)
         e = np.concatenate([target[:3, 3] - T[:3, 3], rotation_error(np.ascontiguousarray(target[:3, :3]),
                                                                      np.ascontiguousarray(T[:3, :3]))])
         J = chain.jacobian(q)
-        dq = methods.step(mid, J, e, fp)
+        dq = methods.step(mid, J, e, gains)
         errors.append(np.linalg.norm(e))
         steps.append(np.abs(dq).max())
         sigmas.append(np.linalg.svd(J, compute_uv=False)[-1])
