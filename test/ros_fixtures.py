@@ -38,6 +38,32 @@ def isolate_ros_domain():
 
 
 @contextlib.contextmanager
+def in_process_ik_nodes(**defaults):
+    """Yield ``make(**params)``: an in-process IK node with these parameter overrides (``defaults`` first).
+
+    The nodes are destroyed and rclpy shut down afterwards, on the suite's private domain.
+    """
+    from ik_solver.ros.ik_node import IKSolverNode
+    from rclpy.parameter import Parameter
+    isolate_ros_domain()
+    rclpy.init()
+    nodes = []
+
+    def make(**params):
+        values = {**defaults, **params}
+        node = IKSolverNode(parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
+        nodes.append(node)
+        return node
+    try:
+        yield make
+    finally:
+        for node in nodes:
+            node.model_source.close()
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+@contextlib.contextmanager
 def spinning(node):
     """Spin ``node`` in its own thread (yielded); on exit stop it, destroy the node and shut rclpy down."""
     from rclpy.executors import SingleThreadedExecutor

@@ -18,7 +18,7 @@ from geometry_msgs.msg import PoseStamped, TransformStamped  # noqa: E402
 from ik_solver.core.transforms import make_pose  # noqa: E402
 from ik_solver.core.urdf import load_robot_description  # noqa: E402
 from ik_solver.motion.limits import MotionState  # noqa: E402
-from ik_solver.ros.ik_node import IKSolverNode, SolveError  # noqa: E402
+from ik_solver.ros.ik_node import SolveError  # noqa: E402
 from ik_solver.ros.joint_states import StateError  # noqa: E402
 from ik_solver.ros.messages import joint_state, matrix_to_pose  # noqa: E402
 from ik_solver.ros.target_frames import FrameError  # noqa: E402
@@ -34,20 +34,9 @@ CYCLIC = ('<robot name="r"><link name="base_link"/><link name="a"/><link name="t
 
 @pytest.fixture
 def make_node():
-    from ros_fixtures import isolate_ros_domain
-    isolate_ros_domain()
-    rclpy.init()
-    nodes = []
-
-    def make(**params):
-        node = IKSolverNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-        nodes.append(node)
-        return node
-    yield make
-    for node in nodes:
-        node.model_source.close()
-        node.destroy_node()
-    rclpy.try_shutdown()
+    from ros_fixtures import in_process_ik_nodes
+    with in_process_ik_nodes() as make:
+        yield make
 
 
 def _description(arm):

@@ -13,31 +13,18 @@ pytest.importorskip('ik_solver_interfaces.srv', reason='ik_solver_interfaces is 
 from conftest import URDF_DIR  # noqa: E402, I100
 from geometry_msgs.msg import PoseStamped  # noqa: E402
 from ik_solver.core.transforms import make_pose  # noqa: E402
-from ik_solver.ros.ik_node import IKSolverNode  # noqa: E402
 from ik_solver.ros.messages import joint_state, matrix_to_pose  # noqa: E402
 from ik_solver.ros.parameters import path_budget  # noqa: E402
 from ik_solver_interfaces.srv import PlanPath, SolveIK  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 
 
 @pytest.fixture
 def make_node():
-    from ros_fixtures import isolate_ros_domain
-    isolate_ros_domain()
-    rclpy.init()
-    nodes = []
-
-    def make(**params):
-        params = {'urdf_file': str(URDF_DIR / 'ik7.urdf.xacro'), **params}
-        node = IKSolverNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-        nodes.append(node)
-        return node
-    yield make
-    for node in nodes:
-        node.destroy_node()
-    rclpy.try_shutdown()
+    from ros_fixtures import in_process_ik_nodes
+    with in_process_ik_nodes(urdf_file=str(URDF_DIR / 'ik7.urdf.xacro')) as make:
+        yield make
 
 
 def _request(ik7, timeout, max_step=0.0):
