@@ -49,7 +49,7 @@ class Proximity:
 
     @property
     def padding(self):
-        """The model's clearance [m]: a pair at or below it counts as in contact."""
+        """Return the model's clearance [m]: a pair at or below it counts as in contact."""
         return self.model.padding
 
     def near(self, q, self_threshold, scene_threshold, velocity=None, horizon=0.0):
@@ -175,8 +175,10 @@ def box_gaps(placements, twists, slots, centres, halves, first, second):
         placements: (J, 4, 4) poses of the joints that carry shapes.
         twists: (J, 6) their spatial velocities in their own frames (linear, angular; Pinocchio's ``data.v``).
         slots: (S,) index into ``placements`` of each shape's joint.
-        centres, halves: (S, 3) each shape's box in its joint's frame (centre, half extents).
-        first, second: (P,) the shapes of each pair.
+        centres: (S, 3) the centre of each shape's box in its joint's frame.
+        halves: (S, 3) the box's half extents.
+        first: (P,) the first shape of each pair.
+        second: (P,) the second shape of each pair.
     """
     count = slots.shape[0]
     world_centres = np.empty((count, 3))

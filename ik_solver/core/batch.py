@@ -46,8 +46,10 @@ def solve_batch(plan, chain, targets, seeds, collision, start_time):
     """Run the batch kernel on checked arrays (``batch_arrays``) and build the ``BatchResult``.
 
     Args:
-        plan: the ``plan.Plan``; chain: its ``Chain``.
-        targets: (B, 4, 4) poses; seeds: (B, n) joints.
+        plan: the ``plan.Plan``.
+        chain: its ``Chain``.
+        targets: (B, 4, 4) poses.
+        seeds: (B, n) joints.
         collision: a checker (``check(q) -> None | pair``) or None; items in collision become 'collision'.
         start_time: ``time.perf_counter()`` at the call, for ``elapsed``.
     """

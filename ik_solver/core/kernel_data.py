@@ -66,7 +66,7 @@ Search.__doc__ = ("One solve's search: the seed clamped into the limits, the bou
                   '``Target``, the deadline (``clock.monotonic`` s), the generator state and the ``Work`` rows.')
 
 Work = namedtuple('Work', ['q', 'best', 'candidate', 'chosen', 'evaluated'])
-Work.__doc__ = ("Joint vectors of a search: current q, best failed attempt, candidate for the collision check, chosen "
+Work.__doc__ = ('Joint vectors of a search: current q, best failed attempt, candidate for the collision check, chosen '
                 "solution, and the last joints whose errors were evaluated (the report's eval_* fields).")
 
 Attempt = namedtuple('Attempt', ['status', 'position', 'rotation', 'iterations', 'sigma', 'task', 'true_position',

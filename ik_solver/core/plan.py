@@ -43,7 +43,8 @@ def make_plan(chain, model, reach, opts, collision_yield=False):
 
     Args:
         chain: the ``Chain`` (for the nullspace goals' links and the first joint).
-        model: its ``chain_model``; reach: its ``chain_reach`` (m).
+        model: its ``chain_model``.
+        reach: its ``chain_reach`` (m).
         opts: the ``SolverOptions``.
         collision_yield: hand converged candidates back for a collision check.
     """

@@ -40,7 +40,7 @@ class Reason(IntEnum):
 
     @property
     def label(self):
-        """The lower-case name: ``IKResult.reason``, the node's ``~/status`` reason and its log lines."""
+        """Return the lower-case name: ``IKResult.reason``, the node's ``~/status`` reason and its log lines."""
         return self.name.lower()
 
     @classmethod

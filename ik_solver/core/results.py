@@ -44,7 +44,7 @@ class IKResult:
 
     @property
     def code(self):
-        """The ``Reason`` member of ``reason``: the service response code."""
+        """Return the ``Reason`` member of ``reason``: the service response code."""
         return Reason.of(self.reason)
 
     @property

@@ -188,7 +188,7 @@ class Servo:
 
     @property
     def proximity(self):
-        """The distances the servo brakes for (collision.proximity.Proximity), or None."""
+        """Return the distances the servo brakes for (collision.proximity.Proximity), or None."""
         return self._collisions.proximity if self._collisions is not None else None
 
     @property

@@ -52,12 +52,12 @@ class Outcome:
 
     @property
     def success(self):
-        """True for the SUCCESS reason."""
+        """Tell whether the reason is SUCCESS."""
         return self.code == Reason.SUCCESS
 
     @property
     def code(self):
-        """The response code of ``reason`` (``reason_code``): what SolveIK/PlanPath responses carry."""
+        """Return the response code of ``reason`` (``reason_code``): what SolveIK/PlanPath responses carry."""
         return reason_code(self.reason)
 
 

@@ -67,7 +67,6 @@ from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import MarkerArray
 
-from ..motion.command_guard import CommandGuard
 from .diagnostics import DiagnosticsPublisher
 from .joint_states import JointStateTracker, StateError
 from .loop_inputs import LoopInputs
@@ -80,6 +79,7 @@ from .spin import run_node
 from .target_frames import FrameError, TargetFrames
 from ..collision.backlog import MarkerBacklog
 from ..core.exceptions import ModelError
+from ..motion.command_guard import CommandGuard
 from ..motion.plausibility import Expectation, Verdict
 from ..motion.servo import JointJogCommand, PoseCommand, RESYNC_TOLERANCE, Servo, Status, TwistCommand
 
@@ -222,8 +222,9 @@ class ServoNode(Node):
         for note in world.model.notes:
             self.get_logger().warning(f'collision model: {note}')
         when = '' if p['check_collisions'] else ' once check_collisions is set'
-        self.get_logger().info(f"collision model: {len(world.obstacles)} world objects, distances queried at "
-                               f"{p['collision_check_rate']:g} Hz{when}")
+        rate = p['collision_check_rate']
+        self.get_logger().info(f'collision model: {len(world.obstacles)} world objects, distances queried at '
+                               f'{rate:g} Hz{when}')
         return world
 
     def _on_collision_objects(self, msg):
