@@ -25,6 +25,7 @@ import time
 from conftest import example_robot
 from ik_solver.core.solver import IKSolver
 from ik_solver.motion.limits import load_joint_limits, MotionState
+from ik_solver.motion.plausibility import RESETTLE_TIME
 from ik_solver.motion.timing import plan_move
 from ik_solver.ros.messages import trajectory_message
 import numpy as np
@@ -154,7 +155,8 @@ def _reset(arm, q):
     """Move the simulated arm to ``q`` (a Ruckig move sent to its controller by the test); wait until it is there.
 
     The node is bypassed: the arm starts each line at exactly the flip posture (a solve would land anywhere
-    in a redundant arm's self-motion).  Returns once the observer has recorded this trajectory too.
+    in a redundant arm's self-motion).  Returns once the observer has recorded this trajectory too, and the
+    node believes the arm where another client put it (off its own last command: ``resettle_time``).
     """
     here = arm.observer.latest_joints()[1]
     path = plan_move(MotionState.at_rest(here), q, arm.limits)
@@ -162,6 +164,7 @@ def _reset(arm, q):
     arm.command_pub.publish(trajectory_message(arm.chain.joint_names, path))
     arrived = poll(lambda: _near(arm, q, 1e-6) and arm.trajectories_since(sent), timeout=path.duration + 30.0)
     assert arrived, (arm.observer.latest_joints(), q)
+    time.sleep(RESETTLE_TIME + 0.2)   # the node believes an arm moved by another client once it rests there 1 s
 
 
 def _near(arm, q, tolerance):

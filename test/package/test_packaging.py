@@ -29,7 +29,8 @@ MODULE_KEYS = {
     'visualization_msgs': 'visualization_msgs', 'diagnostic_msgs': 'diagnostic_msgs',
     'control_msgs': 'control_msgs', 'moveit_msgs': 'moveit_msgs', 'ik_solver_interfaces': 'ik_solver_interfaces',
     'tf2_ros': 'tf2_ros_py',  # the Python module; the key tf2_ros is the C++ package
-    'numpy': 'python3-numpy', 'numba': 'python3-numba', 'llvmlite': 'python3-numba',  # numba's own dependency
+    'numpy': 'python3-numpy', 'scipy': 'python3-scipy', 'numba': 'python3-numba',
+    'llvmlite': 'python3-numba',  # numba's own dependency
     'yaml': 'python3-yaml', 'urdf_parser_py': 'urdfdom_py', 'pinocchio': 'pinocchio',
     'coal': 'coal', 'launch': 'launch', 'launch_ros': 'launch_ros', 'matplotlib': 'python3-matplotlib',
     # tests
