@@ -11,7 +11,7 @@ the pose halfway along the line, since a controller interpolates the joints,
 not the tip.  Unlike MoveIt, a step that fails is cut, not subdivided: a
 smaller ``max_step`` is the caller's choice.  It reports the fraction of the
 steps achieved.  Timing is
-``timing.plan_joint_path``'s job.
+``path_timing.plan_joint_path``'s job.
 
 With nullspace goals (a pole, a posture ...) each step continues from the
 previous one: one attempt from the previous joints and at most

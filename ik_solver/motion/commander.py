@@ -27,8 +27,9 @@ import numpy as np
 from .command_guard import CommandGuard
 from .command_history import CommandHistory
 from .limits import JointLimits, MotionState
+from .path_timing import plan_joint_path
 from .start_state import choose_start, StateError
-from .timing import plan_joint_path, plan_move, SAMPLE_PERIOD, TimedPath
+from .timing import plan_move, SAMPLE_PERIOD, TimedPath
 from ..core.reasons import Reason
 
 #: The guard's refusal of a command whose start is older than the lead time when it is to leave (reported as

@@ -28,7 +28,8 @@ import numpy as np
 
 from .jtc import arrays_of, segment_state, spline_coefficients, SplineSampler
 from .limits import JointLimits, MotionState, POSITION_EPS
-from .timing import MAX_POINTS, plan_joint_path, plan_move, TimedPath
+from .path_timing import plan_joint_path
+from .timing import MAX_POINTS, plan_move, TimedPath
 
 #: The controller's update period [s]: the guard samples at this rate.
 CONTROL_PERIOD = 0.001

@@ -8,7 +8,7 @@ from ik_solver.motion.cartesian import cartesian_path, interpolate
 from ik_solver.motion.guard import check_trajectory
 from ik_solver.motion.jtc import SplineSampler, Trajectory
 from ik_solver.motion.limits import load_joint_limits, MotionState
-from ik_solver.motion.timing import plan_joint_path
+from ik_solver.motion.path_timing import plan_joint_path
 import numpy as np
 import pytest
 

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from ik_solver.motion.guard import check_trajectory
 from ik_solver.motion.jtc import SplineSampler, Trajectory
 from ik_solver.motion.limits import JointLimits, load_joint_limits, MotionState
-from ik_solver.motion.timing import _jerk_peaks, MAX_POINTS, MIN_GAP, plan_joint_path, plan_move, planning_jerk, \
-    PlanningError
+from ik_solver.motion.path_timing import _jerk_peaks, plan_joint_path
+from ik_solver.motion.timing import MAX_POINTS, MIN_GAP, plan_move, planning_jerk, PlanningError
 import numpy as np
 import pytest
 import ruckig
