@@ -15,9 +15,10 @@ thread with monotonic deadlines, or a timer in its own callback group) runs one
 servo cycle per ``publish_period`` and publishes a Float64MultiArray (positions
 or velocities, chain order) or a one-point JointTrajectory on
 ``command_out_topic``, with its state on ``~/status`` and ``/diagnostics``.
-The loop thread takes the command and joint_states subscriptions itself
-(``LoopInputs``), between its cycles: the executor's Python per message held
-the interpreter lock the loop needed on its tick.
+The loop thread (``ServoLoop``, ros/servo_loop.py: its schedule, late cycles and
+publication on the tick) takes the command and joint_states subscriptions
+itself (``LoopInputs``), between its cycles: the executor's Python per message
+held the interpreter lock the loop needed on its tick.
 
 With a collision model (the IK node's sources: the robot's URDF and
 ``srdf_file``, ``scene_file``, objects added on ``~/collision_objects``) and
@@ -26,16 +27,6 @@ so that the arm stops before ``collision_padding`` (``motion.servo_collision``):
 DECELERATE_FOR_COLLISION and HALT_FOR_COLLISION name the pair.  The distance
 queries run in the loop's own cycle at ``collision_check_rate``: Coal holds the
 interpreter lock, so a thread of their own would stall the loop as long.
-
-The loop thread computes each cycle ``PUBLISH_LEAD`` before its tick and
-publishes the command on the tick: the cycle's own time (waking from sleep,
-waiting for the interpreter lock while the executor thread runs a service or
-timer, the computation), up to that lead, then shifts when a command is computed, not
-when it is sent.  The lead adds to the latency of a command to a moving servo
-(one arriving within it waits for the next cycle), hence its small bound.
-A cycle that starts after its tick (the OS held the thread) sends one command
-for now and the schedule restarts from it: missed cycles are not caught up,
-as commands sent back to back would ask a forward controller for a step.
 
 joint_states are believed only as ``motion.plausibility`` judges them (form,
 limits, stamps, continuity within the arm's limits, a run of consistent
@@ -50,7 +41,6 @@ interleaved with the true readings never becomes the start of a motion.
 """
 from array import array
 from collections import deque
-import os
 import threading
 import time
 
@@ -73,6 +63,7 @@ from .loop_inputs import LoopInputs
 from .messages import to_duration
 from .model_source import ModelSource
 from .parameters import load_limits, move_limits, package_file, ParameterSet
+from .servo_loop import real_time, ServoLoop, wait_until
 from .servo_parameters import (FLOAT64_MULTI_ARRAY, JOINT_JOG, JOINT_STATE, model_arguments, SERVO_PARAMETERS,
                                settings_from)
 from .spin import run_node
@@ -114,12 +105,6 @@ CONTRADICTIONS = {Verdict.MALFORMED, Verdict.NOT_FINITE, Verdict.FUTURE_STAMP, V
                   Verdict.OUTSIDE_LIMITS, Verdict.VELOCITY_BEYOND_LIMIT, Verdict.JUMPED, Verdict.OFF_COMMAND}
 #: Status messages are published when the code changes, else at this period [s] (not every cycle at 500 Hz).
 STATUS_PERIOD = 0.02
-#: The loop thread wakes this long [s] (at most LEAD_FRACTION of the period) before a tick, computes the
-#: cycle and waits for the tick to publish its command.  At 500 Hz a cycle needs ~0.4 ms from its wake-up
-#: (median; 1.2 ms at p99 on the 2-core development machine), but each 0.1 ms of lead is 0.1 ms more
-#: latency for a moving servo: 0.3 ms keeps that within 1 ms of an echo node's.
-PUBLISH_LEAD = 0.0003
-LEAD_FRACTION = 0.3
 
 
 class ServoNode(Node):
@@ -128,9 +113,7 @@ class ServoNode(Node):
     def __init__(self, **kwargs):
         super().__init__('ik_servo', **kwargs)
         self._lock = threading.Lock()
-        self._loop = None
-        self._running = True
-        self._restart = None   # time of a cycle run by a command to an idle servo, for the loop thread
+        self._loop = None         # ServoLoop (loop 'thread') or the rclpy timer of the cycles
         self._servo = None
         self._guard = None
         self._model = None
@@ -163,8 +146,8 @@ class ServoNode(Node):
         self.diagnostics = DiagnosticsPublisher(self, 'ik_servo', self._hardware_id(), self._diagnostic_status)
         period = p['publish_period']
         if threaded:
-            self._loop = threading.Thread(target=self._run, args=(period, p['thread_priority']), name='servo_loop',
-                                          daemon=True)
+            self._loop = ServoLoop(self._cycle, self._inputs, self._lock, self.get_logger(), period,
+                                   p['thread_priority'])
             self._loop.start()
         else:
             self._loop = self.create_timer(period, self._cycle, callback_group=MutuallyExclusiveCallbackGroup())
@@ -343,8 +326,8 @@ class ServoNode(Node):
             if not self._servo.idle:
                 return
             self._step(now)
-            if isinstance(self._loop, threading.Thread):
-                self._restart = now   # seen by the loop at its next tick
+            if isinstance(self._loop, ServoLoop):
+                self._loop.kick(now)   # seen by the loop at its next tick
             else:
                 self._loop.reset()    # a timer counts its period from now
 
@@ -356,53 +339,7 @@ class ServoNode(Node):
         response.message = ('paused' if request.data else 'resumed') if response.success else 'no robot model yet'
         return response
 
-    # -- the loop ---------------------------------------------------------------------------------
-
-    def _run(self, period, priority=0):
-        """Run one cycle per period on monotonic ticks, each computed ``PUBLISH_LEAD`` ahead and sent on its tick.
-
-        With a ``priority`` the thread first asks for SCHED_FIFO at it.  Between
-        cycles it takes the inputs (``LoopInputs``), and takes what is waiting
-        again just before each cycle, so the cycle sees the newest command.
-        """
-        if priority:
-            self.real_time(priority, 'loop thread')
-        lead = min(PUBLISH_LEAD, LEAD_FRACTION * period)
-        tick = time.monotonic()
-        while self._running:
-            self._inputs.new_cycle()
-            restart = self._cycle(tick)
-            tick = self._next_tick((tick if restart is None else restart) + period, period, lead)
-
-    def _next_tick(self, tick, period, lead):
-        """Take inputs until the cycle of ``tick`` is due, ``lead`` before it; return that tick.
-
-        A command that wakes an idle servo runs a cycle at once, and the schedule
-        restarts from it.  A cycle due when its tick has already passed (the OS
-        delayed the thread) runs now, for now, and the schedule restarts from it:
-        the cycles missed are not caught up, since their commands would leave
-        back to back (a forward_position_controller applies each as it comes).
-        """
-        while True:
-            with self._lock:
-                restart, self._restart = self._restart, None
-            if restart is not None:
-                tick = restart + period
-            now = time.monotonic()
-            remaining = tick - lead - now
-            if remaining <= 0:
-                return tick if now < tick else now
-            self._inputs.take(remaining)
-
-    def real_time(self, priority, what):
-        """Run the calling thread under SCHED_FIFO at ``priority``; a refusal is a warning (normal scheduling)."""
-        try:
-            os.sched_setscheduler(threading.get_native_id(), os.SCHED_FIFO, os.sched_param(priority))
-        except (AttributeError, OSError) as exc:   # no such call on this OS, or not permitted
-            self.get_logger().warning(f'{what} keeps normal scheduling: SCHED_FIFO priority {priority} '
-                                      f'refused ({exc}); set thread_priority 0 to silence this')
-            return
-        self.get_logger().info(f'{what} runs under SCHED_FIFO, priority {priority}')
+    # -- the cycle ------------------------------------------------------------------------------
 
     def _cycle(self, tick=None):
         """Run the loop's cycle, unless a command ran one since the loop last looked: return that one's time, or None.
@@ -410,7 +347,7 @@ class ServoNode(Node):
         ``tick``: the cycle's time, its command published no earlier (None: now, a timer's cycle).
         """
         with self._lock:
-            restart, self._restart = self._restart, None
+            restart = self._loop.take_kick() if isinstance(self._loop, ServoLoop) else None
             if restart is None:
                 now = time.monotonic()
                 self._step(now if tick is None else max(now, tick), tick)
@@ -454,7 +391,7 @@ class ServoNode(Node):
                                     throttle_duration_sec=1.0)
             return self._publish_status(Status.INVALID, '; '.join(reasons), output.condition_number, 0.0, now)
         if output.publish:
-            _wait_until(publish_at)
+            wait_until(publish_at)
             self._publish_command(model.chain.joint_names, output.state)
             self._sent.append((time.monotonic(), output.state.position.copy()))
         self._last_output = output
@@ -552,9 +489,8 @@ class ServoNode(Node):
         return level, message, values
 
     def destroy_node(self):
-        self._running = False
-        if isinstance(self._loop, threading.Thread):
-            self._loop.join(timeout=1.0)
+        if isinstance(self._loop, ServoLoop):
+            self._loop.stop(timeout=1.0)
         if hasattr(self, 'model_source'):
             self.model_source.close()
         return super().destroy_node()
@@ -566,18 +502,6 @@ def _proximity(world):
         return None
     from ..collision.proximity import Proximity
     return Proximity(world.model)
-
-
-def _wait_until(t):
-    """Return at monotonic ``t`` (at once if None or past), busy: a sleep would give the interpreter lock away.
-
-    Called with at most ``PUBLISH_LEAD`` to go; sleeping, the loop thread would
-    have to win the lock back from the executor thread at the tick.
-    """
-    if t is None:
-        return
-    while time.monotonic() < t:
-        pass
 
 
 def _describe(error):
@@ -616,7 +540,7 @@ class ServoExecutor(SingleThreadedExecutor):
         for node in self.get_nodes():
             priority = node.params['thread_priority'] if isinstance(node, ServoNode) else 0
             if priority > 1 and node.params['loop'] == 'thread':
-                node.real_time(priority - 1, 'executor thread')
+                real_time(node.get_logger(), priority - 1, 'executor thread')
         super().spin()
 
 
