@@ -21,11 +21,12 @@ stamps, NaN, and on the IK lane's ``controller_state`` references offset by 0.01
 or in the future.  So the truth stays known however the nodes are lied to.
 
 Every command a node sends is checked by ``TrajectoryCheck`` / ``StreamCheck`` below, written from
-ros2_controllers' joint_trajectory_controller (trajectory.cpp) and independent of the nodes' guard and of
-``motion/jtc.py``: a trajectory is sampled at the controller's 1 kHz from its publication as the controller
-joins it (its header.stamp; the segment under way; the state before it is the controller's previous output,
-the previous trajectory's), positions within the limits, velocities and accelerations within them x 1.01
-(analytically and as differences over one period), jerk as the change of acceleration per period; a
+ros2_controllers' joint_trajectory_controller (trajectory.cpp, joint_trajectory_controller.cpp) and independent
+of the nodes' guard and of ``motion/jtc.py``: a trajectory is sampled at the controller's 1 kHz from its
+publication as the controller joins it (its header.stamp; the segment under way; before its first point, a
+spline from the state before it: the controller's last command, placed one period early as
+joint_trajectory_controller.cpp places it), positions within the limits, velocities and accelerations within
+them x 1.01 (analytically and as differences over one period), jerk as the change of acceleration per period; a
 forward_position stream by its differences over the servo's period.  Each command is also compared with the
 simulator's true state when it was sent.
 """
@@ -150,9 +151,11 @@ def polynomial(c, s):
 class ControllerTrajectory:
     """One trajectory as joint_trajectory_controller samples it (``Trajectory::sample``), on absolute times.
 
-    ``start``: its header.stamp [s] (the caller puts the arrival for a zero stamp); ``times`` (K,),
-    ``positions`` (K, n), ``velocities``/``accelerations`` (K, n) or None; ``before``: the state
-    (q, v, a) the controller set before it (its previous output) at time ``before_time``.
+    ``start``: its header.stamp [s] (the caller puts the update that took it for a zero stamp); ``times`` (K,),
+    ``positions`` (K, n), ``velocities``/``accelerations`` (K, n) or None; ``before``: the state (q, v, a) the
+    controller set before it (``state_before_traj_msg_``), placed at ``before_time`` (``time_before_traj_msg_``).
+    Before the first point the controller splines from that state to the point; from the first point on it
+    runs the message's own segments, and the state before plays no part.
     """
 
     def __init__(self, start, times, positions, velocities, accelerations, before, before_time):
@@ -163,12 +166,13 @@ class ControllerTrajectory:
         self.accelerations = None if accelerations is None else np.asarray(accelerations, float)
         self.before = tuple(np.asarray(x, float) for x in before)
         self.before_time = float(before_time)
-        self.knots = np.concatenate(([self.before_time], self.start + self.times))
-        self._segments = [self._first_segment()] + [self._segment(i) for i in range(len(self.times) - 1)]
+        self.points_at = self.start + self.times
+        self._lead_in = self._first_segment()
+        self._segments = [self._segment(i) for i in range(len(self.times) - 1)]
 
     @property
     def end(self):
-        return self.start + float(self.times[-1])
+        return float(self.points_at[-1])
 
     def _point(self, k):
         v = None if self.velocities is None else self.velocities[k]
@@ -176,10 +180,15 @@ class ControllerTrajectory:
         return self.positions[k], v, a
 
     def _first_segment(self):
-        """From the state before the trajectory to its first point (velocities and accelerations as JTC resizes)."""
+        """From the state before to the first point (velocities and accelerations as JTC resizes), or None.
+
+        None when the first point is not after the state before: the controller never samples that segment.
+        """
         p1, v1, a1 = self._point(0)
         q, v, a = self.before
-        h = self.knots[1] - self.knots[0]
+        h = self.points_at[0] - self.before_time
+        if not h > 0.0:
+            return None
         return segment_coefficients(q, None if v1 is None else v, None if a1 is None else a, p1, v1, a1, h), h
 
     def _segment(self, i):
@@ -191,26 +200,30 @@ class ControllerTrajectory:
     def sample(self, t):
         """(q, v, a), each (T, n), the controller's output at absolute times ``t`` (T,).
 
-        Before the state before: that state; within a segment: its polynomial from the segment's start, the
-        elapsed time clamped to the segment (past its end JTC takes it linear: the end point); after the last
-        point: the last point held (velocities and accelerations of the point, zero where absent).
+        Before the state before: that state; before the first point: the spline from the state before; between
+        two points: their polynomial, the elapsed time clamped to the segment (past its end JTC takes it
+        linear: the end point); from the last point on: the last point held (velocities and accelerations of
+        the point, zero where absent).
         """
         t = np.asarray(t, float)
         n = self.positions.shape[1]
         q, v, a = np.zeros((len(t), n)), np.zeros((len(t), n)), np.zeros((len(t), n))
-        seg = np.searchsorted(self.knots, t, side='right') - 1
-        early = seg < 0
+        seg = np.searchsorted(self.points_at, t, side='right') - 1   # -1: before the first point
+        early = (seg < 0) & (t < self.before_time)
         q[early], v[early], a[early] = self.before
-        late = seg >= len(self._segments)
+        lead_in = (seg < 0) & ~early
+        if lead_in.any():
+            c, h = self._lead_in
+            q[lead_in], v[lead_in], a[lead_in] = polynomial(c, np.clip(t[lead_in] - self.before_time, 0.0, h))
+        late = seg >= len(self.times) - 1
         last_q, last_v, last_a = self._point(len(self.times) - 1)
         q[late] = last_q
         v[late] = 0.0 if last_v is None else last_v
         a[late] = 0.0 if last_a is None else last_a
-        for k in np.unique(seg[~early & ~late]):
+        for k in np.unique(seg[(seg >= 0) & ~late]):
             rows = seg == k
             c, h = self._segments[k]
-            s = np.clip(t[rows] - self.knots[k], 0.0, h)
-            q[rows], v[rows], a[rows] = polynomial(c, s)
+            q[rows], v[rows], a[rows] = polynomial(c, np.clip(t[rows] - self.points_at[k], 0.0, h))
         return q, v, a
 
 
@@ -255,11 +268,21 @@ class TrajectoryCheck:
         return q[0], v[0], a[0]
 
     def check(self, arrival, stamp, names, points):
-        """Violations (list of dicts) of one trajectory that arrives at ``arrival`` [s], and its first output.
+        """Violations (list of dicts) of a trajectory whose first command is for ``arrival`` [s], and its first output.
 
-        ``stamp``: header.stamp [s] (0: start at arrival); ``points``: [(time_from_start, p, v, a)] in
-        the message's joint order.  Returns (violations, (positions, seconds after arrival) of the first point
-        the controller has still to reach, or None when the controller refuses the trajectory).
+        ``stamp``: header.stamp [s] (0: start at the update that takes it); ``points``: [(time_from_start, p, v,
+        a)] in the message's joint order.  Times are best counted from a recent epoch: seconds since 1970 in a
+        float are a quarter of a microsecond apart, enough to put a spline through a point in the wrong place.
+        Returns (violations, (positions, seconds after arrival) of the first point the controller has still to
+        reach, or None when the controller refuses the trajectory).
+
+        As joint_trajectory_controller's ``update`` takes a new trajectory (jazzy 4.21 and later, with
+        interpolate_from_desired_state or open_loop_control): at the update ``arrival - dt`` it sets the state
+        before to its last command (``last_commanded_state_``), which it sampled one period ahead
+        (``command_next_``), so the command for ``arrival - dt``, yet places it at the time of the update before
+        (``last_commanded_time_``, ``arrival - 2 dt``); from then on it commands the trajectory one period ahead,
+        for ``arrival`` first.  A trajectory whose first point lies ahead of its arrival is therefore joined
+        with the motion under way shifted by one period; one that starts at a point already passed is not.
         """
         refusal = controller_refusal(list(names), points, self.limits.names)
         if refusal is not None:
@@ -270,17 +293,17 @@ class TrajectoryCheck:
         vel = np.array([p[2] for p in points], float)[:, order] if all(len(p[2]) for p in points) else None
         acc = np.array([p[3] for p in points], float)[:, order] if vel is not None and all(
             len(p[3]) for p in points) else None
-        before_time = arrival - self.dt
-        before = self.output_before(before_time)
-        start = stamp if stamp != 0.0 else arrival
-        trajectory = ControllerTrajectory(start, times, pos, vel, acc, before, before_time)
+        update = arrival - self.dt
+        before = self.output_before(update)
+        start = stamp if stamp != 0.0 else update
+        trajectory = ControllerTrajectory(start, times, pos, vel, acc, before, update - self.dt)
         ticks = arrival + self.dt * np.arange(int(math.ceil(max(0.0, trajectory.end - arrival) / self.dt)) + 2)
         q, v, a = trajectory.sample(ticks)
         violations = self.violations(np.vstack([before[0], q]), np.vstack([before[1], v]),
                                      np.vstack([before[2], a]), ticks - arrival)
         self.previous = trajectory
-        k = min(int(np.searchsorted(start + times, arrival)), len(times) - 1)
-        return violations, (pos[k], max(0.0, start + times[k] - arrival))
+        k = min(int(np.searchsorted(trajectory.points_at, arrival)), len(times) - 1)
+        return violations, (pos[k], max(0.0, trajectory.points_at[k] - arrival))
 
     def violations(self, q, v, a, times):
         """Violations of sampled outputs (rows: the state before, then one per tick at ``times`` after arrival)."""
@@ -402,8 +425,11 @@ class Truth:
 
 # -- a lane: one simulator, one node, streams and lies --------------------------------------------------------------
 
-def stamp_seconds(stamp):
-    return stamp.sec + stamp.nanosec * 1e-9
+def stamp_seconds(stamp, epoch=0):
+    """Return a builtin_interfaces Time or Duration in seconds after ``epoch`` [whole s]; a zero stamp stays 0."""
+    if stamp.sec == 0 and stamp.nanosec == 0:
+        return 0.0
+    return (stamp.sec - epoch) + stamp.nanosec * 1e-9
 
 
 def to_stamp(seconds):
@@ -815,6 +841,7 @@ class Lane:
         else:
             checker = StreamCheck(self.limits, period)
         last_sent = None
+        epoch = int(commands[0][1]) if commands else 0   # the checker counts from here: exact to the nanosecond
         for index, (received, sent, msg) in enumerate(commands):
             true = None if any(s - 1.0 <= sent <= s + 1.0 for s in skips) else truth.at(sent)
             if self.kind == 'ik':
@@ -823,7 +850,8 @@ class Lane:
                                     np.zeros(len(allowed)))
                 points = [(stamp_seconds(p.time_from_start), list(p.positions), list(p.velocities),
                            list(p.accelerations)) for p in msg.points]
-                found, ahead = checker.check(sent, stamp_seconds(msg.header.stamp), list(msg.joint_names), points)
+                found, ahead = checker.check(sent - epoch, stamp_seconds(msg.header.stamp, epoch),
+                                             list(msg.joint_names), points)
                 commanded, horizon = (None, 0.0) if ahead is None else ahead
             else:
                 found = checker.check(sent, msg.data, held=truth._q[0])

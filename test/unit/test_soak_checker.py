@@ -6,7 +6,7 @@ flagged, each by the quantity at fault.  The interpolation itself is compared wi
 joint_trajectory_controller's polynomials.
 """
 from ik_solver.motion.limits import JointLimits, MotionState
-from ik_solver.motion.timing import plan_move
+from ik_solver.motion.timing import held, plan_move
 from ik_solver.tools.soak import ControllerTrajectory, Limits, StreamCheck, TrajectoryCheck
 import numpy as np
 import pytest
@@ -42,7 +42,8 @@ def _quantities(violations):
 
 
 def test_a_ruckig_timed_move_passes(limits):
-    path = _move((1.2, -0.7))
+    """Sent as the IK node sends a move from rest: held there first, so the controller departs at a point."""
+    path = held(_move((1.2, -0.7)), np.zeros(2), 0.05)
     assert _check(limits, _points(path)) == []
 
 
@@ -79,6 +80,27 @@ def test_a_join_on_the_motion_under_way_passes_and_one_far_from_it_is_flagged(li
     other = _move((-0.5, 0.5))
     found = _quantities(checker.check(100.6, 100.5, list(NAMES), _points(other))[0])
     assert found & {'velocity over one period', 'acceleration over one period'}, found
+
+
+def test_a_join_splines_from_the_last_command_placed_one_period_early(limits):
+    """joint_trajectory_controller (jazzy) places its last command one period before the instant it is for.
+
+    A trajectory that goes on with the motion under way from its next point ahead is joined through a spline
+    from that misplaced state: a velocity x 1 ms error made up before the point, peaks of acceleration and
+    jerk.  The same trajectory from a point the controller has already passed runs on its own segments.
+    """
+    path = _move((1.2, -0.7))   # departs from rest at 100.0
+    points = _points(path)
+    checker = TrajectoryCheck(limits)
+    checker.rest = (np.zeros(2), np.zeros(2), np.zeros(2))
+    assert checker.check(99.96, 99.95, list(NAMES), _points(held(path, np.zeros(2), 0.05)))[0] == []
+    arrival = 100.0 + 0.5 * (path.times[20] + path.times[21])   # cruising, between two points
+    ahead = [p for p in points if 100.0 + p[0] > arrival]
+    quantities = _quantities(checker.check(arrival, 100.0, list(NAMES), ahead)[0])
+    assert {'acceleration', 'jerk over one period'} <= quantities, quantities
+    later = arrival + 0.1
+    passed = points[int(np.searchsorted(100.0 + path.times, later)) - 1:]
+    assert 100.0 + passed[0][0] < later and checker.check(later, 100.0, list(NAMES), passed)[0] == []
 
 
 def test_a_move_beyond_a_position_limit_is_flagged(limits):
