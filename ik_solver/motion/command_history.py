@@ -4,6 +4,16 @@
 start state of the next move where the controller's own reference is not available, the envelope of where
 the arm can be (``expectation``, for the plausibility of joint states), and the lead-in a new move
 continues exactly, so a trajectory that arrives while the last one runs joins it without a step.
+
+The lead-in begins at a point of the last command that the controller has already passed when the new
+trajectory arrives.  The controller splines from its own state only up to a trajectory's first point
+(``Trajectory::sample``); from there on it runs the message's segments.  Its own state is not the motion
+under way at that instant: jazzy's joint_trajectory_controller takes its last command, sampled one period
+ahead, at the time of the update before (interpolate_from_desired_state), or the measured state, its
+acceleration zero unless the hardware reports one (the default); and a stamp a few microseconds off moves
+the first point against it.  A first point ahead of the arrival turns each of these into a peak of
+acceleration and jerk at the join.  A first point already passed leaves the controller on the last
+command's own segments, and a stamp off by dt only shifts the motion by dt: its acceleration by jerk x dt.
 All instants are seconds on one clock (``time.monotonic`` in the nodes; a simulated one in tests).
 """
 from collections import deque
@@ -60,10 +70,11 @@ class CommandHistory:
 
         - While the last command is under way (departed, not ended: its velocity may still be about zero),
           or the arm moves, the move continues that command exactly where ``start`` is its replay
-          (``continuation``): the returned start is then the command's last point before ``start``, in the
-          past.  A command that ends within the lead time is held at its end for the rest of it.  Where
-          ``start`` is not the replay (the controller's reference or the measured state differ from it),
-          the move departs at once.
+          (``continuation``): the returned start is then a point of that command in the past, and the path's
+          first point is the command's last point at or before ``start`` (the path's ``state_time`` says how
+          long after its start ``start`` lies).  A command that ends within the lead time is held at its end
+          for the rest of it.  Where ``start`` is not the replay (the controller's reference or the measured
+          state differ from it), the move departs at once.
         - Otherwise (at rest) it holds still first.  A re-target during that hold departs when the held
           move would have (held afresh, each target of a stream faster than the lead time would keep the
           arm at rest).
@@ -80,10 +91,13 @@ class CommandHistory:
         if lead_in is None:
             return start, plan(start)
         origin, times, q, v, a = lead_in
-        rest = lead - (times[-1] - (start.time - origin.time))  # the command ended that long before the lead time
+        since = start.time - origin.time
+        rest = lead - (times[-1] - since)  # the command ended that long before the lead time
         if rest > 0.0:
-            return origin, joined(times, q, v, a, held(plan(MotionState.at_rest(q[-1])), q[-1], rest))
-        return origin, joined(times, q, v, a, plan(MotionState(q[-1], v[-1], a[-1])))
+            path = joined(times, q, v, a, held(plan(MotionState.at_rest(q[-1])), q[-1], rest))
+        else:
+            path = joined(times, q, v, a, plan(MotionState(q[-1], v[-1], a[-1])))
+        return origin, replace(path, state_time=since)
 
     def _under_way(self, at):
         """Tell whether the last command has departed and not yet ended at ``at`` [s]."""
@@ -95,16 +109,17 @@ class CommandHistory:
     def continuation(self, start, duration):
         """Return the last command around ``start`` as (origin, times, q, v, a), or None.
 
-        ``origin`` (a MotionState with its instant) is the command's last point at or before
-        ``start``, or its own start; times count from it, through the command's own points up to the first
-        one at least ``duration`` after ``start`` (or its end).  A trajectory of these points stamped at the
-        origin is exactly what the controller is executing: it joins it at any instant without a step, and
-        a move planned from the last point departs without one.  None unless ``start`` (stamped with its
+        The points are the command's own, from its last point at or before ``start`` up to the first one at
+        least ``duration`` after ``start`` (or its end); ``origin`` (a MotionState with its instant) is the
+        point before the first of them, or the command's own start, and the times count from it.  A
+        trajectory of these points stamped at the origin is exactly what the controller is executing: it
+        joins it at any instant after its first point on the command's own segments, without a step, and a
+        move planned from the last point departs without one.  None unless ``start`` (stamped with its
         instant) is the command's replay at that instant.
         """
         if self._sent is None:
             return None
-        t0, first, path, sampler = self._sent
+        t0, command_start, path, sampler = self._sent
         at = start.time - t0
         if not _agrees(sampler, at, start, REPLAY_MATCH):
             return None
@@ -112,9 +127,10 @@ class CommandHistory:
         last = min(int(np.searchsorted(path.times, at + duration)), len(path.times) - 1)
         if i > last:
             return None
-        origin = MotionState(path.positions[i - 1], path.velocities[i - 1], path.accelerations[i - 1],
-                             t0 + path.times[i - 1]) if i else replace(first, time=t0)
-        keep = slice(i, last + 1)
+        first = max(i - 1, 0)   # passed when the trajectory arrives: the controller never splines to it
+        origin = MotionState(path.positions[first - 1], path.velocities[first - 1], path.accelerations[first - 1],
+                             t0 + path.times[first - 1]) if first else replace(command_start, time=t0)
+        keep = slice(first, last + 1)
         return (origin, path.times[keep] - (origin.time - t0), path.positions[keep], path.velocities[keep],
                 path.accelerations[keep])
 

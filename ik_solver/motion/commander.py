@@ -8,9 +8,10 @@ One pipeline, whatever asked for the move (a streamed target, a SolveIK with exe
   arrival, so a start read before a solve would be skipped with a step.
 - The move is timed by Ruckig within the scaled limits and takes over from the command under way
   (``CommandHistory.next_move``).
-- At sending, a move whose start is older than the lead time would be joined mid-way: it is planned once
-  more from the state then, and refused 'expired' if it is late again (a path is not planned again: it
-  is refused at once).
+- At sending, a move planned from a state older than the lead time would be joined mid-way: it is planned
+  once more from the state then, and refused 'expired' if it is late again (a path is not planned again: it
+  is refused at once).  A move that continues the command under way starts at that command's points before
+  its state, which the controller has passed when it arrives (see ``command_history``); they do not age it.
 - Only what the guard passed reaches ``transport``, and only what was delivered is remembered.
 
 The commander owns no thread and no message type: the ROS node adapts its joint-state tracker and
@@ -209,9 +210,10 @@ class Commander:
         """
         now = self._clock()
         t0 = now if start.time is None else min(start.time, now)
+        age = now - min(t0 + path.state_time, now)   # of the state it was planned from
         lead = self.settings.lead_time
-        if lead > 0.0 and now - t0 > lead:
-            return LATE, (f'the move was {now - t0:.3f} s old when it was to be sent, more than command_lead_time '
+        if lead > 0.0 and age > lead:
+            return LATE, (f'the move was {age:.3f} s old when it was to be sent, more than command_lead_time '
                           f'{lead:g} s: the controller would join it mid-way, with a step')
         problem = self._transport(names, path, now - t0)
         if problem is not None:

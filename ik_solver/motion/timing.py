@@ -63,6 +63,8 @@ class TimedPath:
     """Samples of a move: times (K,) after the start, positions/velocities/accelerations (K, n).
 
     ``hold``: how long it stays at rest at its start before it departs [s] (see ``held``).
+    ``state_time``: the time after its start [s] of the state it was planned from: 0, or later when it begins
+    with points of the command under way that lie before that state (``CommandHistory.next_move``).
     """
 
     times: np.ndarray
@@ -70,6 +72,7 @@ class TimedPath:
     velocities: np.ndarray
     accelerations: np.ndarray
     hold: float = 0.0
+    state_time: float = 0.0
 
     @property
     def duration(self):
