@@ -7,12 +7,20 @@ robot, so one pass over a three-joint chain makes the first real solve of any
 robot fast: every step method, the nullspace goals, the collision-checked
 search and the batch kernel.
 
-``warm_up()`` with a cache that holds them loads them (about a second).  With
-an empty cache it hands its steps to the background compiler and returns at
-once: the kernels run interpreted until it has cached them (``kernel_cache``),
-the variant ``IKSolver(chain)`` uses first.  ``python -m ik_solver.core.warmup``
-compiles everything in the calling process and returns when the cache is full.
+``warm_up()`` with a cache that holds them loads them all (about a second, and
+tens of MB of memory per variant).  With an empty cache it hands its steps to
+the background compiler and returns at once: the kernels run interpreted until
+it has cached them (``kernel_cache``), the variant ``IKSolver(chain)`` uses
+first.  ``python -m ik_solver.core.warmup`` compiles everything in the calling
+process and returns when the cache is full.
+
+A node loads only what its options run (``warm_up_for``): the variant of its
+step method and goals, the collision-checked search if it checks collisions,
+and what it reads of every result; a variant it switches to later is loaded
+then (``load``), once per process.
 """
+from dataclasses import replace
+import functools
 import os
 
 import numpy as np
@@ -20,7 +28,8 @@ import numpy as np
 from . import kernel_cache
 from .chain import load_chain
 from .methods import LM, METHOD_NAMES
-from .nullspace import NullspaceGoals
+from .nullspace import manipulability, NullspaceGoals
+from .plan import chain_model, chain_reach, make_plan
 from .solver import IKSolver
 
 _URDF = """<robot name="warmup"><link name="a"/><link name="b"/><link name="c"/><link name="d"/>
@@ -39,9 +48,15 @@ class _NoContact:
         return None
 
 
+@functools.cache
+def _chain():
+    """Return the warm-up chain (parsed once per process)."""
+    return load_chain(_URDF, 'a', 'd')
+
+
 def _setting():
     """Return the warm-up chain, its middle configuration and the pose there."""
-    chain = load_chain(_URDF, 'a', 'd')
+    chain = _chain()
     q = chain.mid_configuration()
     return chain, q, chain.fk(q)
 
@@ -90,6 +105,12 @@ def steps():
         [('variants', (m,)) for m in others] + [('mark_done', ())]
 
 
+def _handed_to_background():
+    """Hand every step to the background compiler if the cache lacks some and kernels compile there; True if taken."""
+    return kernel_cache.mode() == 'background' and not kernel_cache.warm_up_done() and \
+        all(kernel_cache.compile_in_background(__name__, name, args) for name, args in steps())
+
+
 def warm_up():
     """Have every kernel variant a node can ask for at run time (a parameter change, a collision scene) compiled.
 
@@ -98,11 +119,94 @@ def warm_up():
     Otherwise the background compiler gets the steps and this returns at once: until it has
     cached a kernel, calls run it interpreted.
     """
-    if kernel_cache.mode() == 'background' and not kernel_cache.warm_up_done():
-        if all(kernel_cache.compile_in_background(__name__, name, args) for name, args in steps()):
-            return
+    if _handed_to_background():
+        return
     for name, args in steps():
         globals()[name](*args)
+
+
+#: The kernel parts ``load`` has loaded in this process: ('solve' or 'collision', kernel variant).
+_loaded = set()
+
+
+def _on_warm_chain(options):
+    """Return ``options`` for the warm-up chain: the goals' robot data (posture, pole link and point) replaced.
+
+    The kernel variant depends on which goals are on, not on their data (``plan.make_plan``).
+    """
+    goals = options.nullspace
+    pole = goals.pole > 0
+    return replace(options, nullspace=replace(goals, q_pref=None, pole_link='c' if pole else None,
+                                              pole_target=np.zeros(3) if pole else goals.pole_target))
+
+
+def parts(options, collision=False):
+    """Return the kernel parts a solver with ``options`` runs on any robot.
+
+    Args:
+        options: the solver's ``SolverOptions``.
+        collision: whether the solver has a collision checker.
+
+    Returns:
+        A set of ('solve', variant) and, with ``collision``, ('collision', variant) (``kernel_data.kernel_variant``).
+
+    Raises:
+        ValueError: options that no solver accepts.
+    """
+    chain = _chain()
+    variant = make_plan(chain, chain_model(chain), chain_reach(chain), _on_warm_chain(options)).variant
+    return {('solve', variant)} | ({('collision', variant)} if collision else set())
+
+
+def missing(options, collision=False):
+    """Return whether a solver with ``options`` (``collision``: with a checker) runs kernels ``load`` has not loaded."""
+    return not parts(options, collision) <= _loaded
+
+
+def load(options, collision=False):
+    """Load the kernels a node's solver with ``options`` runs, and what it reads of every result, once per process.
+
+    They are loaded on the warm-up chain (their types do not depend on the robot), so a solver of any robot
+    built later loads nothing: its step method and goals, with ``collision`` the collision-checked search,
+    and of a result its ``sigma_min`` (an SVD) and the manipulability of its Jacobian.
+
+    Args:
+        options: the solver's ``SolverOptions``.
+        collision: whether the solver has a collision checker.
+
+    Raises:
+        ValueError: options that no solver accepts.
+    """
+    wanted = parts(options, collision)
+    if wanted <= _loaded:
+        return
+    chain, q, target = _setting()
+    result = IKSolver(chain, _on_warm_chain(options), collision=_NoContact() if collision else None).solve(target, q)
+    _reported(chain, result)
+    _loaded.update(wanted)
+
+
+def _reported(chain, result):
+    """Return what a node reports of every result: its sigma_min and manipulability (computed when first read)."""
+    return result.sigma_min, manipulability(chain.jacobian(result.joints))
+
+
+def warm_up_for(options, collision=False):
+    """Load what a node whose solver has ``options`` runs (``load``) before it offers a service.
+
+    The other variants stay on disk: each loaded one costs tens of MB.  From a cache that lacks some
+    (``kernel_cache.warm_up_done``) the background compiler gets every warm-up step, so a variant
+    switched to later finds its kernels compiled; meanwhile the missing ones run interpreted.
+
+    Args:
+        options: the solver's ``SolverOptions``.
+        collision: whether the solver checks collisions.
+
+    Raises:
+        ValueError: options that no solver accepts.
+    """
+    _handed_to_background()
+    load(options, collision)
 
 
 if __name__ == '__main__':
