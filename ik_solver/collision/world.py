@@ -8,7 +8,8 @@ permanent; marker objects are added, replaced (same ns/id), deleted one by one
 or all at once (DELETEALL removes marker objects only).
 
 The world holds at most ``MAX_MARKER_OBJECTS`` marker objects (``backlog``
-bounds the markers waiting to be applied).
+bounds the markers waiting to be applied).  A robot whose description cannot
+give any link collision geometry is told without Pinocchio (``may_have_geometry``).
 """
 from xml.etree import ElementTree
 
@@ -97,12 +98,39 @@ def collision_from_parameters(description, chain, srdf_file='', scene_file='', p
     """
     if srdf_file and robot_name is not None:
         _check_srdf_robot(srdf_file, robot_name)
+    if not srdf_file and not may_have_geometry(description):
+        return None  # (with an SRDF the model is built: it checks the SRDF's links)
     model = CollisionModel(description, chain.base_link, chain.tip_link, srdf=srdf_file or None,
                            package_dirs=package_dirs, skip_missing_meshes=skip_missing_meshes, convex=convex,
                            padding=padding, xacro_args=xacro_args)
     if not model.geometry_links:
         return None
     return CollisionWorld(model, load_scene(scene_file) if scene_file else ())
+
+
+def may_have_geometry(description):
+    """Tell, without Pinocchio or xacro, whether ``description`` can give any link collision geometry.
+
+    False only when certain: the URDF/xacro text (or file) names no collision element anywhere, not even
+    in a comment, and includes no other file.  Loading Pinocchio and Coal costs tens of MB and a fraction
+    of a second, for a robot with nothing to check.
+
+    Args:
+        description: URDF or xacro text, or the path of such a file.
+
+    Returns:
+        True if a collision model must be built to know (an unreadable file too: building it says why).
+    """
+    if not isinstance(description, str):
+        return True
+    text = description
+    if '<' not in description:
+        try:
+            with open(description, encoding='utf-8') as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError):
+            return True
+    return 'collision' in text or 'include' in text
 
 
 def _check_srdf_robot(path, robot_name):

@@ -3,15 +3,21 @@
 A ``Context`` is replaced as a whole when the model or a parameter changes, so a solve or a move that
 runs on the worker never sees half of a change.  The ``CommandHistory`` and the controller outlive a
 parameter change (the move under way goes on); a new model starts both afresh.
+
+Only what the parameters use is loaded: the compiled kernels of the configured step method and goals
+(``core.warmup``), and the collision world (Pinocchio and Coal, tens of MB) only when collisions are
+checked.  A parameter change or a request that needs more loads it then, once, and says so in the log.
 """
 from dataclasses import dataclass, field, replace
 from functools import partial
+import threading
 import time
 
 from .controller import ControllerInterface
 from .messages import trajectory_message
 from .parameters import is_set, load_limits, move_limits, package_file, solver_options, workspace_box
 from .stamps import MonotonicStamps
+from ..core import warmup
 from ..core.exceptions import ModelError
 from ..core.solver import IKSolver
 from ..motion.command_history import CommandHistory
@@ -23,6 +29,52 @@ from ..motion.plausibility import PAUSE, PlausibilitySettings, StatePlausibility
 REFERENCE_TOLERANCE = 0.01
 
 
+class WorldSlot:
+    """The collision world of one model, built on first use: Pinocchio and Coal load only when collisions matter.
+
+    Built when the model is loaded with ``avoid_collisions`` on, else when first needed (the parameter turned
+    on, a request asking for collision checking, ``~/collision_objects``).  A refusal is kept: the same
+    parameters fail the same way, so the build is not tried again.
+
+    Args:
+        build: ``build() -> CollisionWorld or None`` (None: no collision geometry, or Pinocchio missing);
+            ValueError refuses the collision parameters.
+        logger: where a build on first use is announced.
+    """
+
+    def __init__(self, build, logger):
+        self._build = build
+        self._logger = logger
+        self._lock = threading.Lock()
+        self._done = False
+        self._world = None
+        self._error = None
+
+    @property
+    def built(self):
+        """Return the CollisionWorld if it has been built, else None (builds nothing)."""
+        return self._world
+
+    def get(self, why=None):
+        """Return the CollisionWorld, building it now if needed, or None; ValueError if the parameters are refused.
+
+        Args:
+            why: what needs it, for the log line of a build on first use (None: the model is being loaded).
+        """
+        with self._lock:
+            if not self._done:
+                if why is not None:
+                    self._logger.info(f'loading the collision model (Pinocchio, Coal) on first use: {why}')
+                try:
+                    self._world = self._build()
+                except ValueError as exc:
+                    self._error = str(exc)
+                self._done = True
+        if self._error is not None:
+            raise ValueError(self._error)
+        return self._world
+
+
 @dataclass(frozen=True)
 class Context:
     """Everything that belongs to one robot model: replaced as a whole when the model or a parameter changes."""
@@ -32,7 +84,7 @@ class Context:
     limits: object                 # LoadedLimits (the full limits)
     commander: Commander           # plans, guards (with the scaled limits a move may use) and sends moves
     controller: object
-    world: object = None           # CollisionWorld, or None when the robot has no collision geometry
+    world_slot: WorldSlot          # the model's collision world, built on first use
     variants: dict = field(default_factory=dict, compare=False)  # {avoid collisions: Context}, built on demand
 
     @property
@@ -47,8 +99,17 @@ class Context:
 
     @property
     def collision(self):
-        """Return the CollisionModel of the world, or None."""
-        return self.world.model if self.world is not None else None
+        """Return the CollisionModel of the world if it has been built, else None (builds nothing)."""
+        world = self.world_slot.built
+        return world.model if world is not None else None
+
+    def world(self, why):
+        """Return the CollisionWorld (built now if needed: ``why`` says what needs it), or None without one.
+
+        Raises:
+            ValueError: the collision parameters are refused (a file, mesh or link at fault).
+        """
+        return self.world_slot.get(why)
 
 
 class ContextBuilder:
@@ -68,9 +129,10 @@ class ContextBuilder:
         """Return a fresh Context for ``model`` (RobotModel) with the parameter ``values``; ValueError refuses it."""
         node = self._node
         limits = load_limits(values, model.chain, node.get_logger())
-        world = self._collision_world(model, values, xacro_args)
+        slot = WorldSlot(partial(self._collision_world, model, values, xacro_args), node.get_logger())
+        world = slot.get() if values['avoid_collisions'] else None  # a model whose checks cannot be built is refused
         collision = world.model if world is not None else None
-        solver = build_solver(model.chain, values, collision)
+        solver = self.solver(model.chain, values, collision)
         mid = model.chain.mid_configuration()
         solver.solve(model.chain.fk(mid), mid)  # the first solve of this chain honours its timeout
         controller = ControllerInterface(
@@ -83,13 +145,24 @@ class ContextBuilder:
         commander = self.commander(model.chain.joint_names, limits, values, controller, history, collision)
         node.joint_states.configure(limits.limits, expect=partial(history.expectation,
                                                                   velocity_limits=limits.limits.velocity, pause=PAUSE))
-        return Context(model, solver, limits, commander, controller, world)
+        return Context(model, solver, limits, commander, controller, slot)
 
-    def rebuilt(self, context, values):
-        """Return ``context`` with the solver and commander of new parameter ``values`` (history kept)."""
-        return replace(context, solver=build_solver(context.model.chain, values, context.collision),
+    def rebuilt(self, context, values, why='avoid_collisions was set'):
+        """Return ``context`` with the solver and commander of new parameter ``values`` (history kept).
+
+        Args:
+            context: the Context now in use.
+            values: the new parameter values.
+            why: what asks for collision checking, should the world be built now.
+
+        Raises:
+            ValueError: values that do not fit (scaling, box, solver options, the collision model).
+        """
+        world = context.world(why) if values['avoid_collisions'] else None
+        collision = world.model if world is not None else None
+        return replace(context, solver=self.solver(context.model.chain, values, collision),
                        commander=self.commander(context.model.chain.joint_names, context.limits, values,
-                                                context.controller, context.history, context.collision),
+                                                context.controller, context.history, collision),
                        variants={})
 
     def variant(self, context, avoid, values):
@@ -97,8 +170,19 @@ class ContextBuilder:
         if avoid is None or avoid == (context.guard.collision is not None):
             return context
         if avoid not in context.variants:
-            context.variants[avoid] = self.rebuilt(context, dict(values, avoid_collisions=avoid))
+            context.variants[avoid] = self.rebuilt(context, dict(values, avoid_collisions=avoid),
+                                                   'a request asks for collision checking')
         return context.variants[avoid]
+
+    def solver(self, chain, values, collision=None):
+        """Return the IKSolver of the parameter ``values``, checking collisions with ``collision`` if they ask.
+
+        Kernels it is the first to run are loaded first (``warmup.load``), announced in the log.
+        """
+        options = solver_options(values, chain)
+        checked = collision is not None and values['avoid_collisions']
+        load_kernels(self._node.get_logger(), options, checked)
+        return IKSolver(chain, options, **({'collision': collision} if checked else {}))
 
     def commander(self, names, loaded, values, controller, history, collision=None):
         """Return the Commander of the parameter ``values``; ValueError for scaling or a box that do not fit."""
@@ -140,7 +224,19 @@ class ContextBuilder:
         return world
 
 
-def build_solver(chain, values, collision=None):
-    """Return the IKSolver of the parameter ``values`` (with collisions when asked and a model exists)."""
-    extra = {'collision': collision} if collision is not None and values['avoid_collisions'] else {}
-    return IKSolver(chain, solver_options(values, chain), **extra)
+def load_kernels(logger, options, collision=False):
+    """Load the kernels a solver with ``options`` runs (``collision``: with a checker), logged when first used.
+
+    Args:
+        logger: the node's logger.
+        options: the solver's SolverOptions.
+        collision: whether the solver checks collisions.
+
+    Raises:
+        ValueError: options no solver accepts.
+    """
+    if warmup.missing(options, collision):
+        details = [f"mode '{options.mode}'"] + ['nullspace goals'] * options.nullspace.active + \
+            ['collision checking'] * bool(collision)
+        logger.info(f"loading the compiled kernels of method '{options.method}' ({', '.join(details)}) on first use")
+        warmup.load(options, collision)

@@ -30,14 +30,15 @@ from .joint_states import JointStateTracker, received_monotonic
 from .messages import pose_to_matrix
 from .model_source import ModelSource
 from .outcome import Outcome, OutcomeReporter
-from .parameters import check_all, check_workspace_change, checked_xacro_args, PARAMETERS, ParameterSet
+from .parameters import (check_all, check_workspace_change, checked_xacro_args, PARAMETERS, ParameterSet,
+                         solver_options)
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
 from .target_mailbox import Pending, target_age, TargetMailbox
 from .worker import Worker
 from .world_updates import WorldUpdates
 from ..core.nullspace import manipulability
-from ..core.warmup import warm_up
+from ..core.warmup import warm_up_for
 from ..motion import guard as motion_guard
 from ..motion.start_state import StateError
 
@@ -56,14 +57,11 @@ class IKSolverNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('ik_solver', **kwargs)
-        self.get_logger().info('loading the compiled kernels (from an empty cache they compile in a background '
-                               'process; solves run interpreted, slower, until then)')
-        warm_up()  # compiled kernels before any service is offered: available means ready
-        motion_guard.warm_up()  # and the motion kernels: the first move is sent as fast as the next
-        self.collision = None      # the model's CollisionModel (check(q), check_path(Q)), or None
         self._robot = None
         self.params = ParameterSet(self, PARAMETERS, validate=self._validate, on_change=self._on_parameters)
         p = self.params
+        self._warm_up(p.values)  # compiled kernels before any service is offered: available means ready
+        motion_guard.warm_up()  # and the motion kernels: the first move is sent as fast as the next
         self.reporter = OutcomeReporter(self, self._describe)
         self.mailbox = TargetMailbox(self.reporter)
         self.joint_states = JointStateTracker(self, p['joint_states_topic'], p['joint_states_timeout'],
@@ -90,7 +88,25 @@ class IKSolverNode(Node):
             self.worker.stop()
         super().destroy_node()
 
+    def _warm_up(self, values):
+        """Load the kernels the configured solver runs (``core.warmup.warm_up_for``); others load when first used.
+
+        The collision-checked search is loaded with the model, where it has collision geometry.
+        """
+        self.get_logger().info(f"loading the compiled kernels of method '{values['method']}' (from an empty cache "
+                               'they compile in a background process; solves run interpreted, slower, until then)')
+        try:
+            warm_up_for(solver_options(values))
+        except ValueError as exc:  # parameters no solver takes: a model is refused with this reason, nothing solves
+            self.get_logger().warning(f'no kernels loaded: {exc}')
+
     # -- public interface (graph features, services, servo) ------------------------------------------
+
+    @property
+    def collision(self):
+        """Return the CollisionModel in use (check(q), check_path(Q)) if it has been built, else None."""
+        context = self._robot
+        return context.collision if context is not None else None
 
     @property
     def model(self):
@@ -126,7 +142,6 @@ class IKSolverNode(Node):
         if reason is not None:
             raise ValueError(reason)
         context = self.contexts.build(model, self.params.values, self._xacro_args)
-        self.collision = context.collision
         previous, self._robot = self._robot, context
         if previous is not None:
             previous.controller.destroy()

@@ -2,7 +2,8 @@
 
 Messages are collected (``MarkerBacklog``: a newer action on an object overtakes a waiting one) and applied
 on the worker, between solves, so a solve never sees half an update; the collision variants of the context
-are dropped, as they were built with the old world.
+are dropped, as they were built with the old world.  The first message builds the world if collision
+checking has not (``ik_context.WorldSlot``).
 """
 from ..collision.backlog import MarkerBacklog
 
@@ -27,12 +28,17 @@ class WorldUpdates:
             logger.warning(f'collision_objects: {dropped} marker actions were overtaken by newer ones before they '
                            'were applied', throttle_duration_sec=2.0)
         context = node.robot
-        if context is None or context.world is None:
+        try:
+            world = context.world('collision_objects arrived') if context is not None else None
+        except ValueError as exc:
+            world = None
+            logger.warning(f'collision_objects: {exc}')
+        if world is None:
             logger.warning('collision_objects ignored: no collision model loaded')
             return
         base = context.model.chain.base_link
         try:
-            problems = context.world.apply_markers(
+            problems = world.apply_markers(
                 markers, lambda frame: node.frames.lookup(base, frame, node.params['transform_timeout']))
         except Exception as exc:  # a message must never take the node down
             problems = [f'unexpected error: {exc!r}']
