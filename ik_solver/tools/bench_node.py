@@ -4,6 +4,10 @@ Each node runs as its own process and is reached over DDS, as in use:
 
     python -m ik_solver.tools.bench_node [--load N]
 
+The node is ready when it answers: the time from its process start to its first successful ~/solve
+answer (the service is discovered as soon as the node creates it, which can be before the node spins).
+Its resident memory (VmRSS) is read then, and again after every phase.
+
 ``--load N`` runs the same measurements with N busy-loop processes beside the nodes (a loaded
 machine).  Every phase prints its figure, or what failed; the run goes on to the next phase.
 The stream phase also reports whether each target was acted on, or superseded by a newer one
@@ -164,17 +168,36 @@ def bench_ik_node(chain, observer, rate, seconds):
     started = time.monotonic()
     node = start('ros.ik_node')
     try:
-        deadline = started + 300.0
-        while not observer.solve_client.service_is_ready():
-            if not node.alive() or time.monotonic() > deadline:
-                raise RuntimeError(f'ik_solver_node did not offer ~/solve (log: {node.log_path})')
-            time.sleep(0.005)
-        print(f'ik_solver_node ready (solve service available) {time.monotonic() - started:.2f} s after start')
+        ready = wait_ready(chain, observer, node, started + 300.0) - started
+        print(f'ik_solver_node ready (first ~/solve answered) {ready:.2f} s after start; resident memory then '
+              f'{rss_mb(node.pid):.0f} MB; load average {os.getloadavg()[0]:.2f}')
         phase('simulated arm', lambda: bench_with_arm(chain, observer, rate, seconds))
         phase('~/solve', lambda: report_calls('~/solve service round trip', service_round_trips(chain, observer, 300)))
-        print(f'ik_solver_node resident memory: {rss_mb(node.pid):.0f} MB')
+        print(f'ik_solver_node resident memory after the phases: {rss_mb(node.pid):.0f} MB')
     finally:
         node.stop()
+
+
+def wait_ready(chain, observer, node, deadline):
+    """Call ~/solve until the node answers one successfully; return when that answer came (monotonic [s]).
+
+    Args:
+        chain: the arm's chain (the request is a pose it reaches from HOME).
+        observer: the ArmObserver whose client calls.
+        node: the node's NodeProcess.
+        deadline: monotonic instant to give up at [s].
+
+    Raises:
+        RuntimeError: the node ended, or did not answer by ``deadline``.
+    """
+    request = solve_request(chain, HOME)
+    while time.monotonic() < deadline and node.alive():
+        if observer.solve_client.service_is_ready():
+            response = observer.call(observer.solve_client, request, timeout=max(0.0, deadline - time.monotonic()))
+            if response is not None and response.success:
+                return time.monotonic()
+        time.sleep(0.005)
+    raise RuntimeError(f'ik_solver_node answered no ~/solve (log: {node.log_path})')
 
 
 def bench_with_arm(chain, observer, rate, seconds):
@@ -294,9 +317,7 @@ def service_round_trips(chain, observer, count):
     rng = np.random.default_rng(1)
     calls = []
     for q in HOME + rng.uniform(-0.3, 0.3, (count, chain.n)):
-        request = SolveIK.Request()
-        request.target.header.frame_id = chain.base_link
-        request.target.pose = matrix_to_pose(chain.fk(q))
+        request = solve_request(chain, q)
         start_time = time.monotonic()
         response = observer.call(observer.solve_client, request, timeout=CALL_TIMEOUT)
         elapsed = (time.monotonic() - start_time) * 1e3
@@ -304,6 +325,14 @@ def service_round_trips(chain, observer, count):
             f'reason {response.reason}: {response.message}'
         calls.append((elapsed, answer))
     return calls
+
+
+def solve_request(chain, q):
+    """Return a SolveIK request for the pose of joint positions ``q`` (in the base link, not executed)."""
+    request = SolveIK.Request()
+    request.target.header.frame_id = chain.base_link
+    request.target.pose = matrix_to_pose(chain.fk(q))
+    return request
 
 
 def main(argv=None):
