@@ -35,6 +35,9 @@ COMMAND_IN_TYPES = ('unitless', 'speed_units')
 PROBE_STEP = 1e-4
 #: When idle, a measured state this far from the commanded one [rad or m] restarts the servo from it.
 RESYNC_TOLERANCE = 0.01
+#: The arm reaches a command within this [s] of its computation: a reading from earlier may show it still on
+#: its way (a forward_position arm lags its target, more so when its controller is held up).
+FOLLOW_TIME = 0.1
 #: Condition number reported at an exact singularity (keeps messages finite).
 MAX_CONDITION = 1e12
 
@@ -280,7 +283,10 @@ class Servo:
         elif not active:
             wanted = _Wanted(np.zeros(self.chain.n), Status.STALE_COMMAND, 'no recent command: at rest or stopping')
         else:
-            if self._idle and self._reflects_last_command(measured) and _moved(measured.position, self.state.position):
+            if self._idle and measured is not None and _moved(measured.position, self.state.position):
+                if not self._reflects_last_command(measured):
+                    return self._hold('waiting for joint_states: the arm may still be on its way to the last '
+                                      'command; moving once a reading shows where it came to rest')
                 self.reset(measured)  # moved by someone else while idle: start from where the arm is
             self._idle = False
             wanted = self._wanted(self.command)
@@ -297,12 +303,19 @@ class Servo:
                            publish)
 
     def _reflects_last_command(self, measured):
-        """Whether a reading was received after the last command was sent (``measured.time``; None: now).
+        """Whether a reading was taken FOLLOW_TIME after the last command was computed (``time`` None: now).
 
-        Readings still in flight, or queued, when the arm came to rest show it
-        short of where the last commands put it; restarting from one would jump back.
+        Readings still in flight, or queued, when the arm came to rest, and those
+        of an arm still catching up with its last commands (its controller held
+        up), show it short of where they put it: restarting from one would jump
+        back, a step for a forward_position controller and a command away from
+        where the arm then is.
         """
-        return measured is not None and (measured.time is None or measured.time > self._last_sent)
+        return measured.time is None or measured.time >= self._last_sent + FOLLOW_TIME
+
+    def _hold(self, message):
+        """Return a cycle that commands nothing: the idle servo keeps its state until the arm's is known."""
+        return ServoOutput(self.state, self.state, Status.STALE_STATE, message, float('nan'), 0.0, False)
 
     def _active(self, now):
         if self.command is None:

@@ -36,7 +36,7 @@ reason in the status (STALE_STATE while readings are old or settling, INVALID
 for a reading that contradicts the arm's motion or the commands: a lie, or a
 controller that does not execute the commands).  An idle servo restarts from
 the measured state only when it lies beyond ``state_tolerance`` of its own
-and the believed readings of its last cycles agree (``STEADY_TIME``), so a lie
+and its last believed readings agree (``STEADY_TIME``), so a lie
 interleaved with the true readings never becomes the start of a motion.
 """
 from array import array
@@ -72,7 +72,8 @@ from ..collision.backlog import MarkerBacklog
 from ..core.exceptions import ModelError
 from ..motion.command_guard import CommandGuard
 from ..motion.plausibility import Expectation, Verdict
-from ..motion.servo import JointJogCommand, PoseCommand, RESYNC_TOLERANCE, Servo, Status, TwistCommand
+from ..motion.servo import FOLLOW_TIME, JointJogCommand, PoseCommand, RESYNC_TOLERANCE, Servo, Status
+from ..motion.servo import TwistCommand
 
 try:  # optional: not on PyPI
     from control_msgs.msg import JointJog
@@ -89,16 +90,15 @@ LEVELS = {Status.NO_WARNING: 0, Status.STALE_COMMAND: 0, Status.PAUSED: 0, Statu
 #: One-point trajectories reach their point this many periods after they are sent: the controller interpolates
 #: from where it is, so a late message does not make it hurry to catch up (one period more of lag).
 TRAJECTORY_LEAD = 2.0
-#: The arm reaches a command within this [s] of its publication (plus TRAJECTORY_LEAD periods for
-#: trajectories): a reading at instant t lies among the positions commanded over this time before t.
-FOLLOW_TIME = 0.1
 #: After the last command [s], readings must still lie where the commands left the arm; afterwards another
 #: controller may move it, and only continuity within the limits is checked.
 EXPECTATION_HOLD = 1.0
 #: Commands kept for the expectation (FOLLOW_TIME at the shortest publish_period, with room).
 SENT_KEPT = 512
-#: An idle servo restarts from the measured state only when its cycles' believed states over this time [s]
-#: agree within half of RESYNC_TOLERANCE.
+#: An idle servo restarts from the measured state only when the believed readings taken over this time [s]
+#: before the newest (at least two, over at least half of it) agree within half of RESYNC_TOLERANCE.  The arm
+#: reaches a command within FOLLOW_TIME (plus TRAJECTORY_LEAD periods for trajectories): a reading at instant t
+#: lies among the positions commanded over that time before t.
 STEADY_TIME = 0.05
 #: Refusals of joint_states that mean a lie or an arm not following the commands (INVALID), not staleness.
 CONTRADICTIONS = {Verdict.MALFORMED, Verdict.NOT_FINITE, Verdict.FUTURE_STAMP, Verdict.OUT_OF_ORDER,
@@ -122,7 +122,7 @@ class ServoNode(Node):
         self._last_output = None
         self._cycle_times = []
         self._sent = deque(maxlen=SENT_KEPT)     # (monotonic time, commanded positions) of published commands
-        self._believed = deque()                 # (monotonic time, positions) of the cycles' believed states
+        self._believed = deque()                 # (instant taken, positions) of the believed readings
         self._command_msg = Float64MultiArray()   # reused: one message built per cycle costs more than the data
         self.params = ParameterSet(self, SERVO_PARAMETERS, validate=self._validate, on_change=self._on_parameters)
         p = self.params
@@ -371,7 +371,7 @@ class ServoNode(Node):
             return
         measured, error = self._measured(model, now)
         problem = _describe(error)
-        if servo.idle and self._away(measured) and not self._steady(now):
+        if servo.idle and self._away(measured) and not self._steady():
             # Believed, yet not where the idle servo's state is: a command from that state could step the arm
             # by the difference; wait until the readings are steady, then restart from them.
             return self._publish_status(Status.STALE_STATE, 'waiting for joint_states: the arm is away from the '
@@ -399,15 +399,22 @@ class ServoNode(Node):
                              now)
 
     def _measured(self, model, now):
-        """Return (believed MotionState, None) or (None, StateError); remember the believed positions."""
+        """Return (believed MotionState, None) or (None, StateError); remember each believed reading once.
+
+        Readings are kept by the instant they were taken, not by the cycle that
+        found them: a reading that stays the newest while no other comes (a
+        driver held up) is one piece of evidence, however many cycles see it.
+        """
         c = model.chain
         try:
             state = self.joint_states.state(c.joint_names, c.lower, c.upper)
         except StateError as exc:
             self._believed.clear()
             return None, exc
-        self._believed.append((now, state.position))
-        while self._believed[0][0] < now - STEADY_TIME:
+        taken = now if state.time is None else state.time
+        if not self._believed or taken > self._believed[-1][0]:
+            self._believed.append((taken, state.position))
+        while len(self._believed) > 2 and self._believed[0][0] < taken - STEADY_TIME:
             self._believed.popleft()
         return state, None
 
@@ -417,13 +424,14 @@ class ServoNode(Node):
         return not (measured is None or state is None
                     or np.abs(measured.position - state.position).max() <= self.params['state_tolerance'])
 
-    def _steady(self, now):
-        """Tell whether the believed states of the cycles over the last STEADY_TIME agree.
+    def _steady(self):
+        """Tell whether the believed readings of the last STEADY_TIME (at least the last two) agree.
 
-        A lie interleaved with the true readings, believed now and then, makes them alternate: an idle servo
-        restarts from a measured state only once they agree.
+        A lie interleaved with the true readings, believed now and then, makes them alternate, and one reading
+        that stays the newest (its driver held up) says nothing of where the arm went since: an idle servo
+        restarts from a measured state only once distinct readings over half of STEADY_TIME or more agree.
         """
-        if len(self._believed) < 2 or now - self._believed[0][0] < 0.5 * STEADY_TIME:
+        if len(self._believed) < 2 or self._believed[-1][0] - self._believed[0][0] < 0.5 * STEADY_TIME:
             return False
         positions = np.array([q for _, q in self._believed])
         return bool((positions.max(axis=0) - positions.min(axis=0)).max() <= 0.5 * RESYNC_TOLERANCE)

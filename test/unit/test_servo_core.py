@@ -5,7 +5,8 @@ from ik_solver.core.chain import load_chain
 from ik_solver.core.nullspace import NullspaceGoals
 from ik_solver.core.transforms import make_pose, rotation_vector
 from ik_solver.motion.limits import JointLimits, MotionState
-from ik_solver.motion.servo import JointJogCommand, PoseCommand, Servo, ServoSettings, Status, TwistCommand
+from ik_solver.motion.servo import (FOLLOW_TIME, JointJogCommand, PoseCommand, Servo, ServoSettings, Status,
+                                    TwistCommand)
 from ik_solver.tools.resources import arm_files
 import numpy as np
 import pytest
@@ -318,18 +319,24 @@ def test_idle_servo_restarts_from_an_arm_moved_by_someone_else(chain):
     np.testing.assert_allclose(run.q, moved)
 
 
-@pytest.mark.parametrize('received, restarts', [(-0.5, False), (0.5, True)], ids=['before', 'after'])
-def test_idle_servo_restarts_only_from_readings_received_after_its_last_command(chain, received, restarts):
-    """A reading in flight (or queued) while the arm came to rest must not pull it back on the next command."""
+@pytest.mark.parametrize('received, restarts', [(-0.005, False), (0.005, False), (FOLLOW_TIME + 0.005, True)],
+                         ids=['before', 'while-following', 'after'])
+def test_idle_servo_restarts_only_from_readings_taken_follow_time_after_its_last_command(chain, received, restarts):
+    """A reading from before FOLLOW_TIME after the last command does not pull the arm back on the next command.
+
+    In flight (or queued) while the arm came to rest, or taken while it may still follow the last commands,
+    it shows the arm short of them: the servo waits, commanding nothing, for a later reading.
+    """
     run = Run(chain)
     run.cycles(30, TwistCommand(np.array([0, 0.1, 0, 0, 0, 0])))
     run.cycles(100)
     last_sent = max(k for k, out in enumerate(run.outputs) if out.publish) * run.dt
     resting = run.q.copy()
-    reading = replace(MotionState.at_rest(resting - 0.05), time=last_sent + received * run.dt)
+    reading = replace(MotionState.at_rest(resting - 0.05), time=last_sent + received)
     run.servo.set_command(JointJogCommand(np.zeros(chain.n)), run.t)
-    run.servo.step(run.t, reading)
+    out = run.servo.step(run.t, reading)
     np.testing.assert_allclose(run.q, resting - 0.05 if restarts else resting)
+    assert out.publish == restarts
 
 
 def test_stale_state_halts(chain):
