@@ -22,6 +22,7 @@ import numpy as np
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 
+from .stamps import MonotonicStamps
 from ..motion.plausibility import PlausibilitySettings, Reading, StatePlausibility, Verdict
 from ..motion.start_state import StateError
 
@@ -69,6 +70,7 @@ class JointStateTracker:
         self._arrivals = deque(maxlen=100)
         self._history = deque(maxlen=HISTORY)   # (header stamp [ns], {name: position})
         self._clock = node.get_clock()
+        self._stamps = MonotonicStamps(self._clock)
         self._logger = node.get_logger()
         node.create_subscription(JointState, topic, self._on_message_with_info, 10, callback_group=callback_group)
 
@@ -135,12 +137,13 @@ class JointStateTracker:
         """Judge a reading that reached this process at monotonic ``arrival`` (default: now).
 
         The instant it describes is its header stamp on the node's clock (a zero stamp: its arrival), turned
-        into the monotonic clock: readings queued behind a busy executor keep their own instants.
+        into the monotonic clock through one fixed offset (``stamps.MonotonicStamps``): readings queued behind
+        a busy executor keep their own instants, and successive readings keep their order.
         """
         now = time.monotonic()
         arrival = now if arrival is None else arrival
         stamp = Time.from_msg(msg.header.stamp).nanoseconds
-        described = arrival if stamp == 0 else now - (self._clock.now().nanoseconds - stamp) * 1e-9
+        described = arrival if stamp == 0 else self._stamps.instant(stamp)
         reading = Reading(tuple(msg.name), tuple(msg.position), tuple(msg.velocity), described, arrival)
         with self._lock:
             self._arrivals.append(arrival)

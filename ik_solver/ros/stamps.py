@@ -1,11 +1,13 @@
-"""Header stamps on the node's ROS clock for instants on the monotonic clock, through one fixed offset.
+"""Instants between the monotonic clock and the node's ROS clock (header stamps), through one fixed offset.
 
 The commander times moves on the monotonic clock; a trajectory's header.stamp must be on the ROS clock the
 controller reads.  Converting each instant by reading both clocks anew puts the few microseconds between the
 two reads (milliseconds when the thread is preempted) into every stamp, so two trajectories that describe
 one motion disagree on when its knots are: the controller then joins the second with a spike of
-acceleration.  One offset, kept until the clocks truly part (a clock step, simulated time), converts every
-instant alike.
+acceleration.  The same holds the other way: a joint_states reading placed on the monotonic clock by reading
+both clocks anew looked up to tens of milliseconds older than it was on a loaded host, older than the
+reading before it, and was refused as out of order.  One offset, kept until the clocks truly part (a clock
+step, simulated time), converts every instant alike.
 """
 import time
 
@@ -15,6 +17,9 @@ from rclpy.time import Time
 NOISY_READ = 1e-4
 #: The clocks have parted (a step of the system clock, simulated time) when they disagree by more [s].
 RESYNC = 0.005
+#: Reads of both clocks the first offset is chosen from (the quickest): a first read preempted would
+#: otherwise stand until the clocks part.
+FIRST_READS = 5
 
 
 class MonotonicStamps:
@@ -32,12 +37,23 @@ class MonotonicStamps:
         nanoseconds = int(round(instant * 1e9)) + self._offset_ns
         return Time(nanoseconds=nanoseconds, clock_type=self._clock.clock_type).to_msg()
 
+    def instant(self, stamp_ns):
+        """Return the monotonic instant [s] of a ROS time ``stamp_ns`` [ns on the clock] (a reading's stamp)."""
+        self._update_offset()
+        return (stamp_ns - self._offset_ns) * 1e-9
+
     def _update_offset(self):
+        if self._offset_ns is None:
+            duration, estimate = min(self._read() for _ in range(FIRST_READS))
+            self._offset_ns = estimate
+            return
+        duration, estimate = self._read()
+        if duration <= NOISY_READ * 1e9 and abs(estimate - self._offset_ns) > RESYNC * 1e9:
+            self._offset_ns = estimate
+
+    def _read(self):
+        """Return (ns the read took, the offset it gives [ns]) of one read of both clocks."""
         before = self._monotonic_ns()
         ros = self._clock.now().nanoseconds
         after = self._monotonic_ns()
-        if self._offset_ns is not None and after - before > NOISY_READ * 1e9:
-            return
-        estimate = ros - (before + after) // 2
-        if self._offset_ns is None or abs(estimate - self._offset_ns) > RESYNC * 1e9:
-            self._offset_ns = estimate
+        return after - before, ros - (before + after) // 2

@@ -94,6 +94,29 @@ def test_readings_queued_behind_a_busy_executor_are_aged_from_their_reception(no
     assert tracker.age() > 0.35
 
 
+def test_a_reading_judged_after_a_preemption_keeps_its_stamped_instant(node, monkeypatch):
+    """A thread preempted between reading the monotonic and the ROS clock must not age a reading.
+
+    Converting each stamp by reading both clocks anew placed such a reading 30 ms early, before the one
+    believed before it, and refused it as out of order; one offset places it where it was stamped.
+    """
+    tracker = _tracker(node)
+    _settle(tracker, node, NAMES, HOME, ago=0.002)
+    msg = joint_state(NAMES, HOME, node.get_clock().now().to_msg())
+    msg.velocity = [0.0] * 3
+    clock, now = node.get_clock(), node.get_clock().now
+
+    def preempted():
+        time.sleep(0.03)
+        return now()
+    monkeypatch.setattr(clock, 'now', preempted)
+    tracker.on_message(msg)
+    monkeypatch.setattr(clock, 'now', now)
+    state = _state(tracker)
+    np.testing.assert_array_equal(state.position, HOME)
+    assert abs(state.time - time.monotonic()) < 0.05
+
+
 @pytest.mark.parametrize('names,q,reason,text', [
     (['a', 'b', 'c', 'a'], [0.1, 0.2, 0.3, 0.4], 'invalid_input', 'duplicate joint names a'),
     (['a', 'b', 'c'], [0.1, 0.2], 'invalid_input', '3 names but 2 positions'),

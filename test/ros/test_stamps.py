@@ -48,3 +48,26 @@ def test_a_step_of_the_ros_clock_moves_the_offset():
     clocks.offset += int(2 * RESYNC * 1e9)   # the system clock stepped
     after = _ns(stamps.stamp(20.0))
     assert after - before == pytest.approx(2 * RESYNC * 1e9, abs=2_000)
+
+
+def test_a_stamp_turns_back_into_its_instant_through_the_same_offset():
+    """instant() inverts stamp(); a preempted read (here 2 ms between the monotonic reads) moves neither."""
+    clocks = _Clocks(offset=1_700_000_000_000_000_000)
+    stamps = MonotonicStamps(clocks, clocks.monotonic_ns)
+    stamp = _ns(stamps.stamp(42.125))
+    clocks.read = 2_000_000
+    assert stamps.instant(stamp) == pytest.approx(42.125, abs=1e-9)
+    assert _ns(stamps.stamp(42.125)) == stamp
+
+
+def test_the_first_offset_is_taken_from_the_quickest_of_several_reads():
+    """A first read preempted (5 ms) would otherwise set an offset 2.5 ms off until the clocks part."""
+    clocks = _Clocks(offset=3_000_000_000)
+    reads = iter([500, 5_000_000] + [500] * 100)   # the first read of both clocks preempted between them
+    tick = clocks.monotonic_ns
+
+    def monotonic_ns():
+        clocks.read = next(reads)
+        return tick()
+    stamps = MonotonicStamps(clocks, monotonic_ns)
+    assert abs(_ns(stamps.stamp(1.0)) - (1_000_000_000 + clocks.offset)) <= 1_000
