@@ -46,6 +46,7 @@ class Proximity:
         self._pin = pinocchio
         self.model = model
         self._world = None
+        self._thresholds = (None, None)   # ((self, scene) thresholds [m], their per-pair array)
 
     @property
     def padding(self):
@@ -79,7 +80,7 @@ class Proximity:
         else:
             pin.forwardKinematics(model, data, config)
         pin.updateGeometryPlacements(model, data, self._geometry_model, geometry_data)
-        thresholds = np.where(self._is_world, scene_threshold, self_threshold)
+        thresholds = self._pair_thresholds(self_threshold, scene_threshold)
         gaps, speeds = self._box_gaps(data, moving)
         reach = np.maximum(thresholds, self.padding + speeds * horizon) if moving else thresholds
         found = []
@@ -91,7 +92,8 @@ class Proximity:
             return []
         pin.computeJointJacobians(model, data, config)
         velocity_map = config_map.velocity_map()
-        return [Near(distance, self._gradient(k) @ velocity_map, world.pairs[k], bool(self._is_world[k]))
+        jacobians = {}   # joint -> (its Jacobian, its origin) at this q: pairs share joints
+        return [Near(distance, self._gradient(k, jacobians) @ velocity_map, world.pairs[k], bool(self._is_world[k]))
                 for k, distance in found]
 
     def refresh(self):
@@ -127,33 +129,62 @@ class Proximity:
         self._centres, self._halves = np.array(centres), np.array(halves)
         self._first = np.array([p.first for p in geometry_model.collisionPairs], dtype=int)
         self._second = np.array([p.second for p in geometry_model.collisionPairs], dtype=int)
+        self._pair_joints = [(joints[a], joints[b]) for a, b in zip(self._first, self._second)]
         self._is_world = np.arange(len(self._first)) >= self.model.self_pair_count
+        self._rest_twists = np.zeros((len(self._used_joints), 6))
         self._world = world
 
+    def _pair_thresholds(self, self_threshold, scene_threshold):
+        """Return each pair's threshold [m] (kept while the thresholds and the world stay: no array per query)."""
+        key, thresholds = self._thresholds
+        if key != (self_threshold, scene_threshold, self._world):
+            thresholds = np.where(self._is_world, scene_threshold, self_threshold)
+            self._thresholds = ((self_threshold, scene_threshold, self._world), thresholds)
+        return thresholds
+
     def _box_gaps(self, data, moving):
-        """Return per pair a lower bound of its distance [m] and of how fast it can close [m/s] (box_gaps)."""
-        placements = np.array([data.oMi[j].homogeneous for j in self._used_joints])
-        twists = np.array([data.v[j].vector for j in self._used_joints]) if moving \
-            else np.zeros((len(self._used_joints), 6))
+        """Return per pair a lower bound of its distance [m] and of how fast it can close [m/s] (box_gaps).
+
+        The joints' placements and twists are taken as one list each: indexing Pinocchio's vectors one
+        element at a time costs a binding call per joint.
+        """
+        placements = data.oMi.tolist()
+        placements = np.array([placements[j].homogeneous for j in self._used_joints])
+        if moving:
+            twists = data.v.tolist()
+            twists = np.array([twists[j].vector for j in self._used_joints])
+        else:
+            twists = self._rest_twists
         return box_gaps(placements, twists, self._slots, self._centres, self._halves, self._first, self._second)
 
-    def _gradient(self, k):
-        """Return d distance / d v of pair k (Pinocchio's velocity): witness points and normal (a to b)."""
-        result = self._geometry_data.distanceResults[k]
-        pair = self._geometry_model.collisionPairs[k]
-        objects = self._geometry_model.geometryObjects
-        ja = self._point_jacobian(objects[pair.first].parentJoint, np.array(result.getNearestPoint1()))
-        jb = self._point_jacobian(objects[pair.second].parentJoint, np.array(result.getNearestPoint2()))
-        return np.array(result.normal) @ (jb - ja)
+    def _gradient(self, k, jacobians):
+        """Return d distance / d v of pair k (Pinocchio's velocity): witness points and normal (a to b).
 
-    def _point_jacobian(self, joint, point):
-        """(3, nv) Jacobian of the world point ``point`` fixed to ``joint`` (zeros for the universe)."""
-        pin = self._pin
+        ``jacobians``: joint -> (LOCAL_WORLD_ALIGNED Jacobian, origin) already taken at this configuration.
+        """
+        result = self._geometry_data.distanceResults[k]
+        first, second = self._pair_joints[k]
+        normal = np.array(result.normal)
+        return (self._normal_rate(second, np.array(result.getNearestPoint2()), normal, jacobians)
+                - self._normal_rate(first, np.array(result.getNearestPoint1()), normal, jacobians))
+
+    def _normal_rate(self, joint, point, normal, jacobians):
+        """(nv,) rate along ``normal`` of the world ``point`` fixed to ``joint`` per joint velocity (0: universe).
+
+        The point moves at v + w x r (r from the joint's origin), so its rate along
+        n is n . v + (r x n) . w: two rows of the joint's Jacobian, no 3 x nv product.
+        """
         if joint == 0:
-            return np.zeros((3, self.model.model.nv))
-        J = pin.getJointJacobian(self.model.model, self._data, joint, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
-        x, y, z = point - self._data.oMi[joint].translation
-        return J[:3] - np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]]) @ J[3:]
+            return np.zeros(self.model.model.nv)
+        if joint not in jacobians:
+            pin = self._pin
+            jacobians[joint] = (pin.getJointJacobian(self.model.model, self._data, joint,
+                                                     pin.ReferenceFrame.LOCAL_WORLD_ALIGNED),
+                                self._data.oMi[joint].translation)
+        J, origin = jacobians[joint]
+        x, y, z = point - origin
+        a, b, c = normal
+        return normal @ J[:3] + np.array([y * c - z * b, z * a - x * c, x * b - y * a]) @ J[3:]   # (r x n) . w
 
 
 def _hull(geometry):

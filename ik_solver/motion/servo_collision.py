@@ -61,13 +61,15 @@ class CollisionAvoidance:
     """Per cycle: the scale of a wanted joint velocity that keeps every pair off its padding."""
 
     def __init__(self, proximity):
+        """Watch the pairs of ``proximity`` (collision.proximity.Proximity or alike)."""
         self.proximity = proximity
-        self._near = []           # Near pairs of the last query
-        self._queried_at = None   # (monotonic time, q) of the last query
+        self.reset()
 
     def reset(self):
         """Forget the last query (a new world, new settings or a restart): the next cycle asks afresh."""
-        self._near, self._queried_at = [], None
+        self._near = []            # Near pairs of the last query
+        self._queried_at = None    # (monotonic time, q, velocity, |velocity|^2) of the last query
+        self._braking = None       # (1 / braking deceleration per joint, ramp [s]) of the settings and limits
 
     def scale(self, q, velocity, settings, limits, jerk, now):
         """Return (scale, limiting pair or None, its distance [m]) for wanted joint ``velocity`` at ``q``.
@@ -80,10 +82,14 @@ class CollisionAvoidance:
             jerk: jerk limit per joint.
             now: monotonic time [s].
         """
-        brake = BRAKING_FRACTION * limits.acceleration
-        stop_time = float(np.max(np.abs(velocity) / brake))
-        ramp = float(np.max(brake / jerk)) + settings.publish_period
+        if self._braking is None:   # the limits and settings stay until a reset
+            brake = BRAKING_FRACTION * limits.acceleration
+            self._braking = (1.0 / brake, float(np.max(brake / jerk)) + settings.publish_period)
+        inverse_brake, ramp = self._braking
+        stop_time = float(np.max(np.abs(velocity) * inverse_brake))
         near = self._pairs(q, velocity, settings, now, 0.5 * stop_time + ramp)
+        if not near:
+            return 1.0, None, math.inf
         stop = self.proximity.padding + STOP_MARGIN
         best, limiting, closest = 1.0, None, math.inf
         for pair, distance, gradient in near:
@@ -98,19 +104,24 @@ class CollisionAvoidance:
         """(pair, distance, gradient) of the pairs to watch at ``q``: queried, or carried from the last query."""
         interval = 1.0 / settings.collision_check_rate
         last = self._queried_at
-        if last is None or now - last[0] >= interval - 0.5 * settings.publish_period or _changed(velocity, last[2]):
+        if last is None or now - last[0] >= interval - 0.5 * settings.publish_period or _changed(velocity, last):
             # the pairs reachable until the next query, as well as those reachable while stopping
             self._near = self.proximity.near(q, settings.self_collision_proximity_threshold,
                                              settings.scene_collision_proximity_threshold, velocity,
                                              horizon + max(interval - settings.publish_period, 0.0))
-            self._queried_at = last = (now, np.array(q, float), np.array(velocity, float))
+            queried = np.array(velocity, float)
+            self._queried_at = last = (now, np.array(q, float), queried, float(queried @ queried))
+        if not self._near:
+            return self._near
         step = np.asarray(q, float) - last[1]
         return [(n.pair, n.distance + float(n.gradient @ step), n.gradient) for n in self._near]
 
 
-def _changed(velocity, queried):
+def _changed(velocity, last):
     """Tell whether ``velocity`` differs from the one the last query watched for (by CHANGE of it).
 
     A new command may reach pairs that query did not list, so its pairs are not carried forward.
+    ``last``: the last query's (time, q, velocity, |velocity|^2); squared norms spare two square roots a cycle.
     """
-    return float(np.linalg.norm(velocity - queried)) > CHANGE * float(np.linalg.norm(queried)) + 1e-9
+    difference = velocity - last[2]
+    return float(difference @ difference) > (CHANGE * math.sqrt(last[3]) + 1e-9) ** 2
