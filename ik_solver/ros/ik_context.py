@@ -131,6 +131,8 @@ class ContextBuilder:
         limits = load_limits(values, model.chain, node.get_logger())
         slot = WorldSlot(partial(self._collision_world, model, values, xacro_args), node.get_logger())
         world = slot.get() if values['avoid_collisions'] else None  # a model whose checks cannot be built is refused
+        if not values['avoid_collisions']:
+            node.get_logger().info('collision model: built when first needed (avoid_collisions is off)')
         collision = world.model if world is not None else None
         solver = self.solver(model.chain, values, collision)
         mid = model.chain.mid_configuration()

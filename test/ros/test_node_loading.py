@@ -23,10 +23,12 @@ from ros_fixtures import suite_domain  # noqa: E402, I100
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 URDF = ROOT / 'urdf'
 ON = {'avoid_collisions': 1}   # SolveIK.Request.COLLISIONS_ON
+#: The solves' timeout [s]: interpreted kernels on a loaded host get a budget no preemption cuts short.
+SOLVE_TIMEOUT = 0.05
 
 #: The child: build the node from the parameters on stdin, run the actions, print what was called and imported.
 _PROBE = r"""
-import json, sys
+import json, sys, time
 request = json.loads(sys.stdin.read())
 import ik_solver.core  # installs the kernel cache's dispatch, which is wrapped below
 from numba.core.dispatcher import Dispatcher
@@ -56,6 +58,18 @@ for action, argument in request['actions']:
     if action == 'set':
         result = node.set_parameters([Parameter(k, value=v) for k, v in argument.items()])[0]
         answer = {'successful': result.successful, 'reason': result.reason}
+    elif action == 'markers':  # one box, applied by the worker
+        from ik_solver.ros.world_updates import WorldUpdates
+        from visualization_msgs.msg import Marker, MarkerArray
+        box = Marker(ns='box', id=1, type=Marker.CUBE, action=Marker.ADD)
+        box.header.frame_id = chain.base_link
+        box.pose.position.x, box.pose.orientation.w = 2.0, 1.0
+        box.scale.x = box.scale.y = box.scale.z = 0.1
+        WorldUpdates(node).on_message(MarkerArray(markers=[box]))
+        end = time.monotonic() + 60.0
+        while (node.collision is None or not node.collision.obstacles) and time.monotonic() < end:
+            time.sleep(0.01)
+        answer = {'successful': node.collision is not None and len(node.collision.obstacles) == 1, 'reason': ''}
     else:
         msg = SolveIK.Request(**argument)
         msg.target.header.frame_id = chain.base_link
@@ -77,7 +91,8 @@ def probe(params, actions=()):
 
     Args:
         params: parameter overrides of the node.
-        actions: ('solve', {SolveIK request field: value}) or ('set', {parameter: value}) steps, in order.
+        actions: ('solve', {SolveIK request field: value}), ('set', {parameter: value}) or ('markers', None)
+            (~/collision_objects adds a box) steps, in order.
     """
     env = dict(os.environ, IK_SOLVER_KERNELS='interpreted', ROS_DOMAIN_ID=suite_domain(),
                ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
@@ -89,7 +104,8 @@ def probe(params, actions=()):
 
 def ik7(**params):
     """Return the parameters of the bundled ik7 arm (its URDF has collision geometry) with ``params``."""
-    return {'urdf_file': str(URDF / 'ik7.urdf.xacro'), 'base_link': 'base_link', 'tip_link': 'tool0', **params}
+    return {'urdf_file': str(URDF / 'ik7.urdf.xacro'), 'base_link': 'base_link', 'tip_link': 'tool0',
+            'timeout': SOLVE_TIMEOUT, **params}
 
 
 def variants(calls, kernel='solve_fast'):
@@ -128,7 +144,7 @@ def test_a_robot_without_collision_geometry_loads_no_pinocchio():
     text = re.sub(r'<collision>.*?</collision>', '', (URDF / 'planar3.urdf').read_text(), flags=re.S)
     assert '<collision' not in text and 'include' not in text
     report, _ = probe({'robot_description': text, 'base_link': 'base_link', 'tip_link': 'tool0',
-                       'avoid_collisions': True}, [('solve', {}), ('solve', ON)])
+                       'avoid_collisions': True, 'timeout': SOLVE_TIMEOUT}, [('solve', {}), ('solve', ON)])
     assert report['modules'] == []
     assert report['steps'][0]['answer']['successful']
     assert not report['steps'][1]['answer']['successful']   # collision checking asked for: none to be had
@@ -161,3 +177,12 @@ def test_a_request_for_another_method_loads_its_kernels_before_its_solve():
     assert variants(first['calls']) == {2}
     assert "loading the compiled kernels of method 'pinv'" in log
     assert kernels(second['calls']) <= kernels(report['start'] + first['calls'])
+
+
+def test_collision_objects_build_the_world_when_collision_checking_is_off():
+    """World objects sent while collisions are not checked are kept: the world is built for them (logged)."""
+    report, log = probe(ik7(avoid_collisions=False), [('markers', None), ('solve', ON)])
+    markers, checked = report['steps']
+    assert markers['answer']['successful'] and markers['modules'] == ['coal', 'pinocchio']
+    assert 'on first use: collision_objects arrived' in log
+    assert checked['answer']['successful'], checked['answer']
