@@ -25,6 +25,8 @@ URDF = ROOT / 'urdf'
 ON = {'avoid_collisions': 1}   # SolveIK.Request.COLLISIONS_ON
 #: The solves' timeout [s]: interpreted kernels on a loaded host get a budget no preemption cuts short.
 SOLVE_TIMEOUT = 0.05
+#: command_lead_time [s]: an interpreted solve, timing and guard take longer than the default allows a move.
+LEAD_TIME = 1.0
 
 #: The child: build the node from the parameters on stdin, run the actions, print what was called and imported.
 _PROBE = r"""
@@ -58,6 +60,22 @@ for action, argument in request['actions']:
     if action == 'set':
         result = node.set_parameters([Parameter(k, value=v) for k, v in argument.items()])[0]
         answer = {'successful': result.successful, 'reason': result.reason}
+    elif action == 'target':  # a target streamed at a resting arm: solved, timed, guarded, sent and reported
+        from geometry_msgs.msg import PoseStamped
+        from rclpy.duration import Duration
+        from ik_solver.ros.messages import joint_state
+        q = chain.mid_configuration()
+        for k in range(15, -1, -1):  # 0.15 s of readings at rest, the newest now
+            stamp = (node.get_clock().now() - Duration(nanoseconds=int(k * 1e7))).to_msg()
+            reading = joint_state(chain.joint_names, q, stamp)
+            reading.velocity = [0.0] * chain.n
+            node.joint_states.on_message(reading)
+        target = PoseStamped()
+        target.header.frame_id = chain.base_link
+        target.pose = matrix_to_pose(chain.fk(q + 0.1))
+        outcome = node.solve_and_execute(node.robot, target, 'topic', {})
+        node.reporter.report(outcome)
+        answer = {'successful': outcome.published, 'reason': outcome.message}
     elif action == 'markers':  # one box, applied by the worker
         from ik_solver.ros.world_updates import WorldUpdates
         from visualization_msgs.msg import Marker, MarkerArray
@@ -91,8 +109,8 @@ def probe(params, actions=()):
 
     Args:
         params: parameter overrides of the node.
-        actions: ('solve', {SolveIK request field: value}), ('set', {parameter: value}) or ('markers', None)
-            (~/collision_objects adds a box) steps, in order.
+        actions: ('solve', {SolveIK request field: value}), ('set', {parameter: value}), ('target', None) (a
+            target from rest, sent) or ('markers', None) (~/collision_objects adds a box) steps, in order.
     """
     env = dict(os.environ, IK_SOLVER_KERNELS='interpreted', ROS_DOMAIN_ID=suite_domain(),
                ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
@@ -105,7 +123,7 @@ def probe(params, actions=()):
 def ik7(**params):
     """Return the parameters of the bundled ik7 arm (its URDF has collision geometry) with ``params``."""
     return {'urdf_file': str(URDF / 'ik7.urdf.xacro'), 'base_link': 'base_link', 'tip_link': 'tool0',
-            'timeout': SOLVE_TIMEOUT, **params}
+            'timeout': SOLVE_TIMEOUT, 'command_lead_time': LEAD_TIME, **params}
 
 
 def variants(calls, kernel='solve_fast'):
@@ -130,11 +148,11 @@ def test_collision_checking_off_loads_no_pinocchio_and_only_the_configured_kerne
 
 @pytest.mark.parametrize('avoid', [False, True])
 def test_a_first_request_runs_only_kernels_the_start_ran(avoid):
-    """Whatever the configuration, the first request loads nothing: the start loaded what it runs."""
-    report, _ = probe(ik7(avoid_collisions=avoid), [('solve', {})])
-    step = report['steps'][0]
-    assert step['answer']['successful'], step['answer']
-    assert kernels(step['calls']) <= kernels(report['start'])
+    """Whatever the configuration, the first request and target load nothing: the start loaded what they run."""
+    report, _ = probe(ik7(avoid_collisions=avoid), [('solve', {}), ('target', None)])
+    for step in report['steps']:
+        assert step['answer']['successful'], step['answer']
+        assert kernels(step['calls']) <= kernels(report['start'])
     assert ('solve_one' in {name for name, _, _ in report['start']}) == avoid
     assert (report['modules'] == ['coal', 'pinocchio']) == avoid
 
