@@ -96,7 +96,8 @@ for action, argument in request['actions']:
         answer = {'successful': response.success, 'reason': response.message}
     report['steps'].append({'action': action, 'answer': answer, 'calls': list(calls),
                             'modules': sorted(m for m in ('pinocchio', 'coal') if m in sys.modules)})
-report['modules'] = sorted(m for m in ('pinocchio', 'coal', 'matplotlib', 'mujoco') if m in sys.modules)
+report['modules'] = sorted(m for m in sys.modules if m in ('pinocchio', 'coal', 'matplotlib', 'mujoco')
+                           or m.startswith(('ik_solver.sim', 'ik_solver.tools')))
 node.model_source.close()
 node.destroy_node()
 rclpy.try_shutdown()
@@ -137,7 +138,7 @@ def kernels(calls):
 
 
 def test_collision_checking_off_loads_no_pinocchio_and_only_the_configured_kernels():
-    """Collision checking off: no Pinocchio or Coal, and of the kernels only lm's, plus what a status reports."""
+    """Collision checking off: no Pinocchio, Coal or simulator, of the kernels only lm's and what a status reports."""
     report, _ = probe(ik7(avoid_collisions=False), [('solve', {})])
     assert report['modules'] == []
     called = {name for name, _, _ in report['start']}
