@@ -68,21 +68,23 @@ class CommandHistory:
         ``follow`` False (a Cartesian path, which must start at rest where it was planned): never carry a
         command under way; a start at rest holds, a moving one departs at once.
 
-        - While the last command is under way (departed, not ended: its velocity may still be about zero),
-          or the arm moves, the move continues that command exactly where ``start`` is its replay
+        - While the last command has not ended (it may still hold at its start, or move at about zero
+          speed), or the arm moves, the move continues that command exactly where ``start`` is its replay
           (``continuation``): the returned start is then a point of that command in the past, and the path's
           first point is the command's last point at or before ``start`` (the path's ``state_time`` says how
           long after its start ``start`` lies).  A command that ends within the lead time is held at its end
           for the rest of it.  Where ``start`` is not the replay (the controller's reference or the measured
-          state differ from it), the move departs at once.
-        - Otherwise (at rest) it holds still first.  A re-target during that hold departs when the held
-          move would have (held afresh, each target of a stream faster than the lead time would keep the
-          arm at rest).
+          state differ from it), the move departs at once.  So a re-target during a hold departs when the
+          held move would have (held afresh, each target of a stream faster than the lead time would keep
+          the arm at rest), and along it for the rest of the lead time: the controller may have taken that
+          departure when the re-target arrives.
+        - Otherwise (at rest, the last command ended) it holds still first.  A path during a hold departs
+          when the held move would have.
         """
         if lead <= 0.0:
             return start, plan(start)
         at_rest = max(np.abs(start.velocity).max(), np.abs(start.acceleration).max()) <= REST_SPEED
-        if at_rest and not (follow and self._under_way(start.time)):
+        if at_rest and not (follow and self._pending(start.time)):
             departure = self.departure()
             if departure is not None and departure > start.time:
                 lead = min(lead, departure - start.time)
@@ -99,12 +101,12 @@ class CommandHistory:
             path = joined(times, q, v, a, plan(MotionState(q[-1], v[-1], a[-1])))
         return origin, replace(path, state_time=since)
 
-    def _under_way(self, at):
-        """Tell whether the last command has departed and not yet ended at ``at`` [s]."""
+    def _pending(self, at):
+        """Tell whether the last command has not yet ended at ``at`` [s] (holding at its start, or moving)."""
         if self._sent is None:
             return False
         t0, _, path, _ = self._sent
-        return t0 + path.hold <= at < t0 + path.duration
+        return at < t0 + path.duration
 
     def continuation(self, start, duration):
         """Return the last command around ``start`` as (origin, times, q, v, a), or None.

@@ -107,7 +107,7 @@ def test_a_path_never_carries_the_command_under_way():
     assert origin is start and path.hold == 0.0
 
 
-def test_a_move_from_rest_holds_and_a_re_target_keeps_the_departure():
+def test_a_move_from_rest_holds_and_a_re_target_goes_on_with_its_departure():
     history = CommandHistory()
     rest = _at_rest(np.zeros(3), 1.0)
     plan = lambda goal: lambda state: plan_move(state, goal, LIMITS, 0.05)  # noqa: E731
@@ -115,5 +115,15 @@ def test_a_move_from_rest_holds_and_a_re_target_keeps_the_departure():
     assert path.hold == pytest.approx(0.05) and path.times[0] == pytest.approx(0.05)
     history.sent(start, path, start.time)
     again = _at_rest(np.zeros(3), 1.02)
-    _, second = history.next_move(again, plan(np.full(3, 0.3)), 0.05)
-    assert second.hold == pytest.approx(0.03)  # departs at 1.05, as the held move would have
+    origin, second = history.next_move(again, plan(np.full(3, 0.3)), 0.05)
+    # it goes on with the held move, which departs at 1.05, for the lead time: the controller may have
+    # departed along it when the re-target arrives
+    assert origin.time == 1.0 and second.times[0] == pytest.approx(0.05) and second.state_time == pytest.approx(0.02)
+    old, new = _sampler(start, path), _sampler(origin, second)
+    times = np.arange(1.02, 1.07, TICK)
+    for a, b in zip(old.evaluate(times - 1.0)[:3], new.evaluate(times - 1.0)[:3]):
+        np.testing.assert_allclose(b, a, atol=1e-9)
+    np.testing.assert_allclose(second.positions[-1], 0.3, atol=1e-9)
+    # a path, which must start at rest, departs when the held move would have
+    _, path_after = history.next_move(again, plan(np.full(3, 0.3)), 0.05, follow=False)
+    assert path_after.hold == pytest.approx(0.03)

@@ -109,3 +109,35 @@ def test_a_first_point_ahead_of_the_arrival_is_joined_with_a_peak():
         ahead.append((arrival, stamp, kept or points[-1:]))
     quantities = {v['quantity'] for v in _violations(ahead)}
     assert {'acceleration', 'jerk over one period'} <= quantities, quantities
+
+
+def test_a_re_target_delivered_after_the_held_move_departed_joins_it_within_the_limits():
+    """A target read 40 ms into a 50 ms hold and delivered 15 ms later: the controller has departed by then.
+
+    Held from rest afresh up to the old departure, it started at rest where the controller was already
+    accelerating: a step of acceleration (the soak saw 2500 rad/s^3 of jerk).  It goes on with the held
+    move for the lead time instead, so wherever the controller is on that move, the new trajectory is too.
+    """
+    rng = np.random.default_rng(3)
+    clock = Clock()
+    history = CommandHistory(clock)
+    planning = JointLimits(NAMES, LOWER, UPPER, VELOCITY * SCALING, ACCELERATION * SCALING, JERK * SCALING)
+    settings = CommanderSettings(NAMES, planning, lead_time=LEAD, sample_period=SAMPLE_PERIOD, state_tolerance=0.05)
+    sends = []
+
+    def transport(names, path, age):
+        points = [(t, list(p), list(v), list(a)) for t, p, v, a in zip(
+            np.rint(path.times * 1e9) / 1e9, path.positions, path.velocities, path.accelerations)]
+        sends.append((clock() + (0.001 if not sends else 0.015), clock() - age + rng.uniform(0.0, 20e-6), points))
+
+    def measured():
+        replay = history.reference(clock())
+        return MotionState.at_rest(HOME if replay is None else replay.position)
+
+    commander = Commander(settings, StateSources(measured), transport, history, clock)
+    assert commander.move(HOME + [0.4, -0.3, 0.2]).sent
+    clock.t += 0.04
+    assert commander.move(HOME + [-0.3, 0.2, 0.4]).sent
+    assert sends[1][0] > sends[0][1] + LEAD   # arrives after the held move departed
+    found = _violations(sends)
+    assert found == [], found[:3]
