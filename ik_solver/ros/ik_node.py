@@ -104,7 +104,10 @@ class IKSolverNode(Node):
 
     @property
     def collision(self):
-        """Return the CollisionModel in use (check(q), check_path(Q)) if it has been built, else None."""
+        """Return the model's CollisionModel (check(q), check_path(Q)) if it has been built, else None.
+
+        It is built with the model when collisions are checked, else on first use (``ik_context.WorldSlot``).
+        """
         context = self._robot
         return context.collision if context is not None else None
 
