@@ -1,10 +1,13 @@
-"""Start ik_solver_node (and robot_state_publisher, RViz) next to a robot.
+r"""Start ik_solver_node (and robot_state_publisher, RViz) next to a robot.
 
-Examples (the bundled ik7 arm; another bundled arm; your own robot; a second arm in a namespace):
+Examples (the bundled ik7 arm; another bundled arm; your own robot; the bundled arm in a namespace;
+your own arm in a namespace, its links prefixed by its xacro, so both chain ends are named):
 ros2 launch ik_solver ik_solver.launch.py
 ros2 launch ik_solver ik_solver.launch.py robot:=ik6
 ros2 launch ik_solver ik_solver.launch.py urdf_file:=/path/arm.urdf.xacro config:=/path/params.yaml
-ros2 launch ik_solver ik_solver.launch.py namespace:=right xacro_args:='prefix:=right_' tip_link:=right_tool0
+ros2 launch ik_solver ik_solver.launch.py namespace:=left
+ros2 launch ik_solver ik_solver.launch.py urdf_file:=/path/arm.urdf.xacro xacro_args:='prefix:=right_' \
+    base_link:=right_base_link tip_link:=right_tool0 namespace:=right
 
 Precedence (ik_solver.tools.launcher.ik_node_setup): the node's defaults, then the
 parameter file (config:=, else the bundled robot's; none for urdf_file:= alone),

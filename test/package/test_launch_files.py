@@ -7,7 +7,9 @@ these tests check what the node would finally see.
 """
 import ast
 import pathlib
+import shlex
 
+from ik_solver.core.urdf import parse_robot
 from ik_solver.tools.launcher import flat_parameters, IK_LAUNCH_ARGUMENTS, ik_node_setup, NodeSetup, \
     stop_all_on_exit
 import pytest
@@ -114,19 +116,69 @@ def test_robot_none_reads_the_topic_and_bad_combinations_are_refused():
 
 
 def declared(path):
-    """Names a launch file declares: DeclareLaunchArgument('name', ...) or the IK_LAUNCH_ARGUMENTS table."""
+    """Names a launch file declares: DeclareLaunchArgument('name', ...), its ARGUMENTS table or IK_LAUNCH_ARGUMENTS."""
     tree = ast.parse(path.read_text())
     names = {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
              and getattr(node.func, 'id', '') == 'DeclareLaunchArgument' and node.args
              and isinstance(node.args[0], ast.Constant)}
+    for node in tree.body:  # ARGUMENTS = ((name, default, description), ...)
+        if isinstance(node, ast.Assign) and [getattr(t, 'id', '') for t in node.targets] == ['ARGUMENTS']:
+            names |= {row[0] for row in ast.literal_eval(node.value)}
     uses_table = any(isinstance(node, ast.Name) and node.id == 'IK_LAUNCH_ARGUMENTS' for node in ast.walk(tree))
     return names | (NAMES if uses_table else set())
+
+
+def docstring_examples(name):
+    """Return the ``ros2 launch ik_solver <name> ...`` commands of a launch file's docstring as {argument: value}.
+
+    A line ending in a backslash goes on on the next one, and quotes are undone, as a shell does; a command
+    ends at a closing double backtick (reST literal).
+
+    Args:
+        name: file name in launch/, e.g. 'ik_solver.launch.py'.
+
+    Returns:
+        One dict per command, e.g. {'robot': 'ik6'}; {} for a command without arguments.
+    """
+    text = ast.get_docstring(ast.parse((LAUNCH_DIR / name).read_text())).replace('\\\n', ' ')
+    command = f'ros2 launch ik_solver {name}'
+    examples = []
+    for line in text.splitlines():
+        if command in line:
+            words = shlex.split(line.split(command, 1)[1].split('``')[0])
+            examples.append(dict(word.split(':=', 1) for word in words))
+    return examples
 
 
 def test_launch_files_declare_their_arguments():
     assert {'robot', 'urdf_file', 'config', 'xacro_args', 'namespace', 'rviz', 'joint_states_topic'} <= \
         declared(LAUNCH_DIR / 'ik_solver.launch.py')
     assert {'kinematic', 'output_dir', 'start_robot_state_publisher', 'rviz'} <= declared(LAUNCH_DIR / 'demo.launch.py')
+
+
+def test_docstring_examples_give_only_declared_arguments():
+    """A misspelt argument in an example is silently ignored by ros2 launch: the user never learns."""
+    for name in ('ik_solver.launch.py', 'demo.launch.py', 'servo.launch.py'):
+        examples = docstring_examples(name)
+        assert examples, name
+        for example in examples:
+            assert set(example) <= declared(LAUNCH_DIR / name), (name, example)
+
+
+def test_docstring_examples_on_a_bundled_arm_name_links_the_arm_has():
+    """An example a user copies as is (no /path/ placeholder) must load: the chain's two ends exist.
+
+    The bundled xacros take no ``prefix``: a tip_link of a prefixed arm on one of them names no link, and
+    the node comes up without a robot model.
+    """
+    bundled = [e for e in docstring_examples('ik_solver.launch.py') if 'urdf_file' not in e and 'config' not in e]
+    assert len(bundled) >= 3  # ik7, ik6, a namespace
+    for example in bundled:
+        setup = ik_node_setup(example, SHARE)
+        mappings = dict(arg.split(':=', 1) for arg in setup.xacro_args)
+        links = {link.name for link in parse_robot(setup.urdf, mappings).links}
+        values = merged(setup.parameters)
+        assert {values['base_link'], values['tip_link']} <= links, example
 
 
 # -- with launch and launch_ros (a ROS 2 install; not on PyPI) ----------------------------------------------------
