@@ -30,17 +30,18 @@ def robot_description(urdf, xacro_args):
     return ParameterValue(Command(command), value_type=str)
 
 
-def optional_node(argument, wanted, package, make_node):
-    """Return [node] if ``wanted`` is 'true' or 'auto' and ``package`` is installed; 'auto' without it: a log line.
+def optional_node(argument, wanted, package, make_node, strict=True):
+    """Return [node] if ``wanted`` is 'true' or 'auto' and ``package`` is installed; else [] or a log line.
 
-    'true' without the package is an error raised before any process starts, so that
-    nothing is left running when launch stops on it.
+    With ``strict``, 'true' without the package is an error raised before any process
+    starts, so that nothing is left running when launch stops on it; without it (a
+    viewer the arm does not need) 'true' is a log line naming what the user asked for.
     """
     if wanted == 'false':
         return []
     if package_available(package):
         return [make_node()]
-    if wanted == 'true':
+    if wanted == 'true' and strict:
         raise RuntimeError(f'{argument}:=true, but {package} is not installed (use {argument}:=auto or false)')
     return [LogInfo(msg=f'{package} is not installed: not started ({argument}:={wanted})')]
 
@@ -60,9 +61,9 @@ def launch_setup(context):
         nodes += optional_node('start_robot_state_publisher', rsp_wanted, 'robot_state_publisher', lambda: Node(
             package='robot_state_publisher', executable='robot_state_publisher', output='screen',
             parameters=[{'robot_description': description}] + sim_time))
-    nodes += optional_node('rviz', 'auto' if rviz_wanted == 'true' else 'false', 'rviz2', lambda: Node(
+    nodes += optional_node('rviz', rviz_wanted, 'rviz2', lambda: Node(
         package='rviz2', executable='rviz2', output='log', arguments=['-d', f'{share}/config/ik_solver.rviz'],
-        parameters=sim_time))
+        parameters=sim_time), strict=False)
     processes = [n for n in nodes if isinstance(n, Node)]
     return [GroupAction([PushRosNamespace(given['namespace']), *nodes]), stop_all_on_exit(processes)]
 

@@ -5,7 +5,8 @@ For example ``ros2 launch ik_solver servo.launch.py sim:=true``, or with your ro
 then drive it with ``ros2 run teleop_twist_keyboard teleop_twist_keyboard --ros-args -p stamped:=true
 -p frame_id:=base_link -r cmd_vel:=/ik_servo/delta_twist_cmds``.
 """
-from ik_solver.tools.launcher import stop_all_on_exit
+from ik_solver.tools.launcher import flag, stop_all_on_exit
+from ik_solver.tools.resources import package_available
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, GroupAction, OpaqueFunction
 from launch.conditions import IfCondition
@@ -22,8 +23,26 @@ ARGUMENTS = (
     ('namespace', '', 'Namespace of the nodes'),
     ('use_sim_time', 'false', 'Use /clock (simulators)'),
     ('sim', 'false', "Also start the MuJoCo arm (sim_arm_node) with the config's controller_type"),
-    ('start_robot_state_publisher', 'false', 'Also start robot_state_publisher with the same description'),
+    ('start_robot_state_publisher', 'false', 'Also start robot_state_publisher with the same description: '
+                                             'true, auto (if installed) or false'),
 )
+
+
+def wants_robot_state_publisher(value):
+    """Return whether to start robot_state_publisher for the launch argument ``value`` (true, auto or false).
+
+    As in ik_solver.launch.py: 'auto' starts it where it is installed; 'true' where it is not is
+    an error raised before any process starts, so that nothing is left running.
+    """
+    wanted = flag('start_robot_state_publisher', value, ('auto', 'true', 'false'))
+    if wanted == 'false':
+        return False
+    if package_available('robot_state_publisher'):
+        return True
+    if wanted == 'true':
+        raise RuntimeError('start_robot_state_publisher:=true, but robot_state_publisher is not installed '
+                           '(use start_robot_state_publisher:=auto or false)')
+    return False
 
 
 def launch_setup(context):
@@ -33,11 +52,13 @@ def launch_setup(context):
     description = ParameterValue(Command([FindExecutable(name='xacro'), ' ', urdf]), value_type=str)
     common = {'robot_description': description, 'base_link': LaunchConfiguration('base_link'),
               'tip_link': LaunchConfiguration('tip_link'), 'use_sim_time': LaunchConfiguration('use_sim_time')}
+    rsp = wants_robot_state_publisher(LaunchConfiguration('start_robot_state_publisher').perform(context))
     nodes = [
         Node(package='robot_state_publisher', executable='robot_state_publisher', output='screen',
              parameters=[{'robot_description': description,
-                          'use_sim_time': LaunchConfiguration('use_sim_time')}],
-             condition=IfCondition(LaunchConfiguration('start_robot_state_publisher'))),
+                          'use_sim_time': LaunchConfiguration('use_sim_time')}])
+    ] if rsp else []
+    nodes += [
         Node(package='ik_solver', executable='sim_arm_node', name='sim_arm', output='screen',
              parameters=[config, common], condition=IfCondition(LaunchConfiguration('sim'))),
         Node(package='ik_solver', executable='ik_servo_node', name='ik_servo', output='screen',

@@ -247,10 +247,27 @@ def test_missing_robot_state_publisher_or_rviz_starts_nothing_unwanted():
     _, nodes = ik_node_parameters(context, entities)
     assert [n.node_executable for n in nodes] == ['ik_solver_node']
     group = next(e for e in entities if hasattr(e, 'get_sub_entities'))
-    messages = [e.msg for e in group.get_sub_entities() if isinstance(e, LogInfo)]
+    messages = [''.join(part.text for part in e.msg) for e in group.get_sub_entities() if isinstance(e, LogInfo)]
     assert len(messages) == 2  # robot_state_publisher (auto) and rviz2, each named
+    assert 'rviz2' in messages[1] and 'rviz:=true' in messages[1]  # what the user gave, not an internal 'auto'
     with pytest.raises(RuntimeError, match='start_robot_state_publisher:=true'):
         launch_entities('ik_solver.launch.py', {'start_robot_state_publisher': 'true'})  # before any process
+
+
+def test_servo_takes_the_same_robot_state_publisher_choices():
+    """auto, true and false, as ik_solver.launch.py and demo.launch.py: 'auto' was a launch error here."""
+    pytest.importorskip('launch_ros', reason='launch_ros is not installed (not on PyPI); needs a ROS 2 install')
+    from ik_solver.tools.resources import package_available
+    from launch.actions import GroupAction
+    from launch_ros.actions import Node
+    if package_available('robot_state_publisher'):
+        pytest.skip('robot_state_publisher is installed here')
+    for value in ('auto', 'false'):
+        _, entities = launch_entities('servo.launch.py', {'start_robot_state_publisher': value})
+        nodes = [a for g in entities if isinstance(g, GroupAction) for a in g.get_sub_entities() if isinstance(a, Node)]
+        assert [n.node_executable for n in nodes] == ['sim_arm_node', 'ik_servo_node'], value  # sim: its condition
+    with pytest.raises(RuntimeError, match='start_robot_state_publisher:=true'):
+        launch_entities('servo.launch.py', {'start_robot_state_publisher': 'true'})  # before any process
 
 
 def test_private_ros_domain_unless_the_user_set_one():
