@@ -159,11 +159,17 @@ class CommandHistory:
         return t0 + path.hold
 
     def reference(self, now=None):
-        """Return the commanded state now, as the controller interpolates the last trajectory (held after its end)."""
+        """Return the commanded state at ``now`` [s; None: the clock's now], held after the end.
+
+        As the controller interpolates the command that was our newest then: a measurement that describes an
+        instant before the newest command's start (a driver fell silent, its last reading stays believed) is
+        compared with the command the arm was following, not with the newest one's start.
+        """
         if self._sent is None:
             return None
-        t0, _, _, sampler = self._sent
-        q, v, a, _ = sampler.evaluate(np.array([(self._clock() if now is None else now) - t0]))
+        at = self._clock() if now is None else now
+        t0, _, _, sampler = next((c for c in reversed(self._recent) if c[0] <= at), self._recent[0])
+        q, v, a, _ = sampler.evaluate(np.array([at - t0]))
         return MotionState(q[0], v[0], a[0])
 
     def expectation(self, at, velocity_limits, pause):

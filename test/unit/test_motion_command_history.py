@@ -13,6 +13,7 @@ from ik_solver.motion import jtc
 from ik_solver.motion.command_history import CommandHistory
 from ik_solver.motion.guard import check_trajectory
 from ik_solver.motion.limits import JointLimits, MotionState
+from ik_solver.motion.start_state import choose_start
 from ik_solver.motion.timing import plan_move
 import numpy as np
 import pytest
@@ -73,6 +74,28 @@ def test_a_move_from_motion_continues_the_last_command_exactly_then_departs_smoo
         np.testing.assert_allclose(b, a, atol=1e-9)  # the lead time: what the controller already executes
     np.testing.assert_allclose(path.positions[-1], goal, atol=1e-9)
     assert check_trajectory(origin, path, LIMITS) == []  # and from there within the limits, jerk included
+
+
+def test_a_measurement_older_than_the_newest_command_is_compared_with_the_command_then():
+    """A reading from before the newest command started belongs to the command the arm was following then.
+
+    Compared with the newest command's start instead, a reading 0.4 s old from a driver that fell silent
+    looked 0.1 rad off the command, won over the replay and became a move's start: a step of 0.1 rad.
+    """
+    history, start = _moving_history()
+    goal = np.array([-0.5, 0.4, 1.0])
+    origin, path = history.next_move(start, lambda state: plan_move(state, goal, LIMITS, 0.05), 0.05)
+    history.sent(origin, path, origin.time)
+    first = history._recent[0][3]
+    q, v, _, _ = first.evaluate(np.array([0.1]))
+    then = history.reference(0.1)
+    np.testing.assert_allclose(then.position, q[0], atol=1e-12)
+    np.testing.assert_allclose(then.velocity, v[0], atol=1e-12)
+    assert np.abs(then.position - start.position).max() > 0.05   # the newest command's start is elsewhere
+    measured = MotionState(q[0], np.zeros(3), np.zeros(3), 0.1)  # the driver's last reading, at rest
+    chosen = choose_start(measured, None, history, 0.5, 0.05, LIMITS.lower, LIMITS.upper)
+    np.testing.assert_allclose(chosen.position, history.reference(0.5).position)
+    assert chosen.time == 0.5 and np.abs(chosen.velocity).max() > 0.1   # the replay now, moving
 
 
 def test_a_start_off_the_replay_departs_at_once():
