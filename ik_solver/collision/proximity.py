@@ -11,6 +11,17 @@ measured by their convex hulls: a hull's distance is never more than its
 mesh's, so braking on it stops no later, and it costs a few microseconds
 where a mesh's BVH costs tens.
 
+A query's cost is bounded: of the pairs whose boxes come near, at most
+``max_pairs`` are measured, the most urgent first (those never measured, then
+those with the smallest bound).  Every other one is carried from its last
+measurement by a bound that cannot exceed its distance: the last distance
+minus how far any point of each of its two shapes' boxes has moved since (the
+poses then and now), or the gap of the boxes now where it is larger.  A
+carried pair keeps the gradient of its last measurement.  A pair left
+unmeasured that never was measured (more new pairs at once than the budget)
+has its boxes' gap, or -inf where they overlap: a motion closing on it halts
+until the next query measures it, the first of all.
+
 It shares the CollisionModel's shapes, pairs and world objects (a world
 changed by ``set_obstacles`` is picked up at the next query) but keeps its own
 Pinocchio data, so it runs beside the model's checks.
@@ -22,6 +33,9 @@ import numpy as np
 
 from .model import _configure_requests as configure_requests
 
+#: Pairs measured per query at most (beyond the first query of a world): each costs a hull distance and a gradient.
+MAX_PAIRS = 6
+
 
 @dataclass
 class Near:
@@ -29,22 +43,30 @@ class Near:
 
     ``distance`` [m] (< 0: penetration), ``gradient`` (n,): d distance / d q of
     the chain's joints, ``pair``: the names of its two links or objects,
-    ``world``: whether one of them is a world object.
+    ``world``: whether one of them is a world object, ``measured``: whether
+    the distance was measured at this query (else it is a lower bound carried
+    from an earlier one).
     """
 
     distance: float
     gradient: np.ndarray
     pair: tuple
     world: bool
+    measured: bool = True
 
 
 class Proximity:
     """``near(q, self_threshold, scene_threshold)``: the pairs of ``model`` (CollisionModel) within them."""
 
-    def __init__(self, model):
+    def __init__(self, model, max_pairs=MAX_PAIRS):
+        """Watch ``model`` (CollisionModel), measuring at most ``max_pairs`` (>= 1) pairs per query."""
         import pinocchio
+        if max_pairs < 1:
+            raise ValueError(f'max_pairs must be >= 1, got {max_pairs}')
         self._pin = pinocchio
         self.model = model
+        self.max_pairs = int(max_pairs)
+        self.measured = 0                 # pairs measured by the last query
         self._world = None
         self._thresholds = (None, None)   # ((self, scene) thresholds [m], their per-pair array)
 
@@ -81,20 +103,51 @@ class Proximity:
             pin.forwardKinematics(model, data, config)
         pin.updateGeometryPlacements(model, data, self._geometry_model, geometry_data)
         thresholds = self._pair_thresholds(self_threshold, scene_threshold)
-        gaps, speeds = self._box_gaps(data, moving)
+        placements, twists = self._poses(data, moving)
+        gaps, speeds = box_gaps(placements, twists, self._slots, self._centres, self._halves, self._first,
+                                self._second)
         reach = np.maximum(thresholds, self.padding + speeds * horizon) if moving else thresholds
+        candidates = np.flatnonzero(gaps < reach)
+        # boxes apart bound the distance from below; overlapping ones do not (the shapes may be in contact)
+        floors = np.where(gaps[candidates] > 0.0, gaps[candidates], -np.inf)
+        bounds = np.maximum(floors, carried_bounds(
+            placements, self._slots, self._centres, self._halves, self._first, self._second, self._poses_at,
+            self._distances, candidates))
+        watched = bounds < reach[candidates]
+        candidates, bounds = candidates[watched], bounds[watched]
+        never = np.isnan(self._distances[candidates])
+        order = np.argsort(np.where(never, -np.inf, bounds), kind='stable')
+        budget = len(order) if self._fresh else self.max_pairs
         found = []
-        for k in np.flatnonzero(gaps < reach):
-            distance = pin.computeDistance(self._geometry_model, geometry_data, int(k)).min_distance
+        for i in order[:budget]:
+            k = int(candidates[i])
+            distance = pin.computeDistance(self._geometry_model, geometry_data, k).min_distance
+            self._remember(k, distance, placements)
             if distance < reach[k]:
-                found.append((int(k), float(distance)))
-        if not found:
-            return []
-        pin.computeJointJacobians(model, data, config)
+                found.append((k, float(distance)))
+        self.measured = min(budget, len(order))
+        self._fresh = self._fresh and not len(order)
         velocity_map = config_map.velocity_map()
-        jacobians = {}   # joint -> (its Jacobian, its origin) at this q: pairs share joints
-        return [Near(distance, self._gradient(k, jacobians) @ velocity_map, world.pairs[k], bool(self._is_world[k]))
-                for k, distance in found]
+        if found:
+            pin.computeJointJacobians(model, data, config)
+            jacobians = {}   # joint -> (its Jacobian, its origin) at this q: pairs share joints
+            for k, distance in found:
+                self._gradients[k] = self._gradient(k, jacobians) @ velocity_map
+        near = [Near(distance, self._gradients[k], world.pairs[k], bool(self._is_world[k])) for k, distance in found]
+        for i in order[budget:]:
+            k = int(candidates[i])
+            gradient = self._gradients[k]
+            if gradient is None:   # measured only out of reach so far: close at the bound of its boxes' speed
+                gradient = _closing_gradient(speeds[k], velocity if moving else None, model.nv)
+            near.append(Near(float(bounds[i]), gradient, world.pairs[k], bool(self._is_world[k]), False))
+        return near
+
+    def _remember(self, k, distance, placements):
+        """Keep pair k's measured ``distance`` [m] and its two joints' poses then, to bound it later."""
+        self._distances[k] = distance
+        self._gradients[k] = None
+        self._poses_at[k, 0] = placements[self._slots[self._first[k]]]
+        self._poses_at[k, 1] = placements[self._slots[self._second[k]]]
 
     def refresh(self):
         """Take the model's current world (done by ``near`` too; call it ahead to spare a query the work)."""
@@ -132,6 +185,11 @@ class Proximity:
         self._pair_joints = [(joints[a], joints[b]) for a, b in zip(self._first, self._second)]
         self._is_world = np.arange(len(self._first)) >= self.model.self_pair_count
         self._rest_twists = np.zeros((len(self._used_joints), 6))
+        pairs = len(self._first)
+        self._distances = np.full(pairs, np.nan)           # each pair's last measured distance [m], nan: never
+        self._gradients = [None] * pairs                    # its gradient then, None: not taken (out of reach)
+        self._poses_at = np.zeros((pairs, 2, 4, 4))         # its two joints' poses then
+        self._fresh = True                                  # no query yet: the first one measures every pair
         self._world = world
 
     def _pair_thresholds(self, self_threshold, scene_threshold):
@@ -142,10 +200,10 @@ class Proximity:
             self._thresholds = ((self_threshold, scene_threshold, self._world), thresholds)
         return thresholds
 
-    def _box_gaps(self, data, moving):
-        """Return per pair a lower bound of its distance [m] and of how fast it can close [m/s] (box_gaps).
+    def _poses(self, data, moving):
+        """Return the poses (J, 4, 4) and twists (J, 6) of the joints that carry shapes.
 
-        The joints' placements and twists are taken as one list each: indexing Pinocchio's vectors one
+        They are taken as one list each: indexing Pinocchio's vectors one
         element at a time costs a binding call per joint.
         """
         placements = data.oMi.tolist()
@@ -155,7 +213,7 @@ class Proximity:
             twists = np.array([twists[j].vector for j in self._used_joints])
         else:
             twists = self._rest_twists
-        return box_gaps(placements, twists, self._slots, self._centres, self._halves, self._first, self._second)
+        return placements, twists
 
     def _gradient(self, k, jacobians):
         """Return d distance / d v of pair k (Pinocchio's velocity): witness points and normal (a to b).
@@ -194,6 +252,53 @@ def _hull(geometry):
     if geometry.convex is None:   # built once per mesh: a new world reuses the robot's shapes
         geometry.buildConvexHull(True, 'Qt')
     return geometry.convex
+
+
+def _closing_gradient(speed, velocity, n):
+    """Return a gradient (n,) by which ``velocity`` closes a pair at ``speed`` [m/s] (zero at rest)."""
+    if velocity is None:
+        return np.zeros(n)
+    velocity = np.asarray(velocity, float)
+    return -speed * velocity / float(velocity @ velocity)
+
+
+@njit(cache=True)
+def carried_bounds(placements, slots, centres, halves, first, second, poses_at, distances, pairs):
+    """Return per pair of ``pairs`` a lower bound of its distance now [m] (-inf: never measured).
+
+    Every point of a shape's box moves, from pose (R1, t1) to (R2, t2) of its
+    joint, by at most |(R2 - R1) c + t2 - t1| + ||R2 - R1||_F |h| (c its
+    centre, h its half extents in the joint's frame), and a distance shrinks
+    by at most how far the points of its two shapes move.
+
+    Args:
+        placements: (J, 4, 4) poses of the joints that carry shapes now.
+        slots, centres, halves, first, second: as for ``box_gaps``.
+        poses_at: (P, 2, 4, 4) the poses of each pair's two joints at its last measurement.
+        distances: (P,) each pair's last measured distance [m], nan if never.
+        pairs: (C,) the pairs to bound.
+    """
+    bounds = np.empty(pairs.shape[0])
+    for i in range(pairs.shape[0]):
+        p = pairs[i]
+        if np.isnan(distances[p]):
+            bounds[i] = -np.inf
+            continue
+        moved = 0.0
+        for side in range(2):
+            shape = first[p] if side == 0 else second[p]
+            old, new = poses_at[p, side], placements[slots[shape]]
+            shift = np.zeros(3)
+            spin = 0.0
+            for r in range(3):
+                shift[r] = new[r, 3] - old[r, 3]
+                for c in range(3):
+                    d = new[r, c] - old[r, c]
+                    shift[r] += d * centres[shape, c]
+                    spin += d * d
+            moved += np.sqrt(np.sum(shift ** 2)) + np.sqrt(spin) * np.sqrt(np.sum(halves[shape] ** 2))
+        bounds[i] = distances[p] - moved
+    return bounds
 
 
 @njit(cache=True)
