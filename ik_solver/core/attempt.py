@@ -62,24 +62,36 @@ def goal_error(target, R, p, task, e):
     Returns (masked pos, masked rot, task error, true pos, true rot): the true
     errors are the norms of the base-frame error on all axes.
     """
-    Rt, pt = target.R, target.p
+    return tip_error(target.R, target.p, R, p, task.sw, task.bounds, task.target_frame, task.has_bounds, e)
+
+
+@njit(cache=True, inline='always')
+def tip_error(Rt, pt, R, p, sw, bounds, target_frame, has_bounds, e):
+    """``goal_error`` with the ``Target`` and ``Task`` fields given one by one, for the iteration loop.
+
+    Args:
+        Rt, pt: the target rotation (3 x 3) and position (3, m).
+        R, p: the tip pose.
+        sw, bounds, target_frame, has_bounds: the ``Task`` fields of those names.
+        e: the 6-vector the error is written into.
+    """
     for r in range(3):
         e[r] = pt[r] - p[r]
     w = rotation_error(Rt, R)
     e[3], e[4], e[5] = w[0], w[1], w[2]
     true_pos = np.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
     true_rot = np.sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5])
-    if task.target_frame or task.has_bounds:
+    if target_frame or has_bounds:
         for block in (0, 3):
             x = Rt[0, 0] * e[block] + Rt[1, 0] * e[block + 1] + Rt[2, 0] * e[block + 2]
             y = Rt[0, 1] * e[block] + Rt[1, 1] * e[block + 1] + Rt[2, 1] * e[block + 2]
             z = Rt[0, 2] * e[block] + Rt[1, 2] * e[block + 1] + Rt[2, 2] * e[block + 2]
             e[block], e[block + 1], e[block + 2] = x, y, z
-        if task.has_bounds:
+        if has_bounds:
             for r in range(6):
-                if abs(e[r]) <= task.bounds[r]:
+                if abs(e[r]) <= bounds[r]:
                     e[r] = 0.0
-        if not task.target_frame:
+        if not target_frame:
             for block in (0, 3):
                 x = Rt[0, 0] * e[block] + Rt[0, 1] * e[block + 1] + Rt[0, 2] * e[block + 2]
                 y = Rt[1, 0] * e[block] + Rt[1, 1] * e[block + 1] + Rt[1, 2] * e[block + 2]
@@ -89,13 +101,13 @@ def goal_error(target, R, p, task, e):
     re = 0.0
     total = 0.0
     for r in range(6):
-        sw = task.sw[r]
-        if sw > 0.0:
+        w_r = sw[r]
+        if w_r > 0.0:
             if r < 3:
                 pe += e[r] * e[r]
             else:
                 re += e[r] * e[r]
-        e[r] *= sw
+        e[r] *= w_r
         total += e[r] * e[r]
     return np.sqrt(pe), np.sqrt(re), np.sqrt(total), true_pos, true_rot
 
@@ -104,21 +116,32 @@ def goal_error(target, R, p, task, e):
 def workspace(n, n_var):
     """Return the ``Scratch`` of an iteration for n joints and n_var variables.
 
-    e and dq share one allocation (a slice is free, while numba's reshape costs more than an allocation).
+    Arrays share allocations where their shapes allow, as each allocation costs
+    about as much as a dozen field reads: e and dq, the frames' positions and
+    axes, J and A (a slice is free, while numba's reshape costs more than an allocation).
     """
     b = np.empty(6 + n_var)
-    frames = Frames(np.empty((n + 1, 3, 3)), np.empty((n + 1, 3)), np.empty((n, 3)))
-    return Scratch(frames, np.empty((6, n_var)), b[:6], np.empty((n_var, n_var)), b[6:])
+    points = np.empty((2 * n + 1, 3))
+    matrices = np.empty((6 + n_var, n_var))
+    frames = Frames(np.empty((n + 1, 3, 3)), points[:n + 1], points[n + 1:])
+    return Scratch(frames, matrices[:6], b[:6], matrices[6:], b[6:])
 
 
 @njit(cache=True, inline='always')
 def task_jacobian(model, Rt, task, ws):
     """Weighted task Jacobian (rows in the weights' frame) at the frames in ``ws``, in place of its J."""
-    f, J = ws.frames, ws.J
-    n = f.a.shape[0]
-    kin.point_jacobian(f.p, f.a, model.kind, model.var, model.mult, f.p[n], n - 1, J)
-    if task.weigh_rows:   # (unit weights in the base frame leave J as it is)
-        kin.goal_rows_into(J, Rt, task.sw, task.target_frame, J)
+    f = ws.frames
+    return weighted_jacobian(f.p, f.a, model.kind, model.var, model.mult, Rt, task.sw, task.target_frame,
+                             task.weigh_rows, ws.J)
+
+
+@njit(cache=True, inline='always')
+def weighted_jacobian(p, a, kind, var, mult, Rt, sw, target_frame, weigh_rows, J):
+    """``task_jacobian`` with the fields given one by one, for the iteration loop: J from the frames' p and a."""
+    n = a.shape[0]
+    kin.point_jacobian(p, a, kind, var, mult, p[n], n - 1, J)
+    if weigh_rows:   # (unit weights in the base frame leave J as it is)
+        kin.goal_rows_into(J, Rt, sw, target_frame, J)
     return J
 
 
@@ -181,10 +204,19 @@ def attempt(variant, q, model, params, target, deadline, ws):
     Returns:
         An ``Attempt``: its errors are evaluated at the final q when ``evaluated``.
     """
-    f = ws.frames
-    n = model.axis.shape[0]
-    n_var = q.shape[0]
+    # The loop reads its arrays from locals taken here, once: in compiled code every read of an array field of
+    # a namedtuple, and every namedtuple handed to an inlined helper, counts a reference per array.
+    origin_R, origin_p, axis, kind, var, mult, offset, lower, upper = model
+    R, p, a = ws.frames
+    e, A, dq, J = ws.e, ws.A, ws.dq, ws.J
+    Rt, pt = target.R, target.p
     goals, task = params.goals, params.task
+    sw, bounds = task.sw, task.bounds
+    target_frame, has_bounds, weigh_rows = task.target_frame, task.has_bounds, task.weigh_rows
+    tol_pos, tol_rot, max_step, patience = params.tol_pos, params.tol_rot, params.max_step, params.patience
+    method, gains = params.method, params.gains
+    n = axis.shape[0]
+    n_var = q.shape[0]
     ns_iters = goals.iterations
     ns_active = goals.weights.sum() > 0.0 and ns_iters > 0
     q_conv = q.copy() if ns_active else q   # the last pose within tolerance, kept only with nullspace goals
@@ -197,16 +229,16 @@ def attempt(variant, q, model, params, target, deadline, ws):
     pe, re, total, true_pos, true_rot, sigma = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     iterations = 0
     for it in range(limit + 1):
-        place(q, model, f)
-        pe, re, total, true_pos, true_rot = goal_error(target, f.R[n], f.p[n], task, ws.e)
+        kin.frames(q, origin_R, origin_p, axis, kind, var, mult, offset, R, p, a)
+        pe, re, total, true_pos, true_rot = tip_error(Rt, pt, R[n], p[n], sw, bounds, target_frame, has_bounds, e)
         iterations = it
         if not (np.isfinite(pe) and np.isfinite(re)):
             return Attempt(NOT_FINITE, pe, re, iterations, sigma, total, true_pos, true_rot, True)
-        within = pe < params.tol_pos and re < params.tol_rot
+        within = pe < tol_pos and re < tol_rot
         if within:
             if not ns_active or ns_done >= ns_iters:
                 return Attempt(CONVERGED, pe, re, iterations, sigma, total, true_pos, true_rot, True)
-            if ns_done == 0 and goals.elbow >= 0 and pole_side(f, goals, f.p[n]) <= 0.0:
+            if ns_done == 0 and goals.elbow >= 0 and pole_side(ws.frames, goals, p[n]) <= 0.0:
                 # The wrong side: the nullspace steps would not cross over, a restart may.
                 return Attempt(CONVERGED, pe, re, iterations, sigma, total, true_pos, true_rot, True)
             q_conv[:] = q
@@ -216,20 +248,19 @@ def attempt(variant, q, model, params, target, deadline, ws):
         if it > 0 and monotonic() >= deadline:   # (the first step is the one iteration a solve may overrun)
             status = TIMED_OUT
             break
-        Jw = task_jacobian(model, target.R, task, ws)
-        dq = ws.dq
+        Jw = weighted_jacobian(p, a, kind, var, mult, Rt, sw, target_frame, weigh_rows, J)
         if within:
-            _secondary(variant, q, model, params, Jw, target.R, ws)
+            _secondary(variant, q, model, params, Jw, Rt, ws)
             ns_done += 1
             if largest(dq) < NS_SETTLED:
                 return Attempt(CONVERGED, pe, re, iterations, sigma, total, true_pos, true_rot, True)
         else:
-            _step(variant, params.method, params.gains, Jw, ws.e, ws.A, dq)
+            _step(variant, method, gains, Jw, e, A, dq)
             top = largest(dq)
-            if top > params.max_step:
-                dq *= params.max_step / top
+            if top > max_step:
+                dq *= max_step / top
         for i in range(n_var):
-            q[i] = min(model.upper[i], max(model.lower[i], q[i] + dq[i]))
+            q[i] = min(upper[i], max(lower[i], q[i] + dq[i]))
         if have_conv:
             continue
         err = pe + re
@@ -238,15 +269,15 @@ def attempt(variant, q, model, params, target, deadline, ws):
             stall = 0
         else:
             stall += 1
-            if stall >= params.patience:
+            if stall >= patience:
                 sigma = _sigma_min(Jw, task)
                 return Attempt(STALLED, pe, re, iterations, sigma, total, true_pos, true_rot, False)
     if have_conv:   # (every way out of the loop above evaluated the joints it left q at)
         q[:] = q_conv
-        place(q, model, f)
-        pe, re, total, true_pos, true_rot = goal_error(target, f.R[n], f.p[n], task, ws.e)
+        kin.frames(q, origin_R, origin_p, axis, kind, var, mult, offset, R, p, a)
+        pe, re, total, true_pos, true_rot = tip_error(Rt, pt, R[n], p[n], sw, bounds, target_frame, has_bounds, e)
         return Attempt(CONVERGED, pe, re, iterations, sigma, total, true_pos, true_rot, True)
-    sigma = _sigma_min(task_jacobian(model, target.R, task, ws), task)
+    sigma = _sigma_min(weighted_jacobian(p, a, kind, var, mult, Rt, sw, target_frame, weigh_rows, J), task)
     return Attempt(status, pe, re, iterations, sigma, total, true_pos, true_rot, True)
 
 

@@ -11,9 +11,13 @@ what a solve writes:
 * ``Attempt``: what one attempt returns; ``REPORT``: the record a search fills.
 
 All are numba namedtuples or records, so a field is read by name in compiled
-code at the cost of an index.  One exception, for speed: every array handed
-from Python to a kernel costs dispatch time (a nested namedtuple of twenty
-arrays costs about ten times a whole warm solve), so the single-solve kernel
+code at the cost of an index, with one catch: a read of an array field, and a
+namedtuple handed to a function (inlined or not), count a reference per array
+(an atomic increment now, a decrement later).  So the iteration loop
+(``attempt.attempt``) reads its arrays into locals once, before it starts, and
+hands its helpers arrays, not namedtuples.  One exception, for speed: every
+array handed from Python to a kernel costs dispatch time (a nested namedtuple
+of twenty arrays costs about ten times a whole warm solve), so the single-solve kernel
 takes a plan packed into three arrays, ``pack`` here, unpacked in compiled code
 by ``unpack`` next to it; the order of the packed fields is written in this
 file only, and a test checks that ``unpack(pack(model, params))`` gives every
@@ -98,13 +102,6 @@ def kernel_variant(method, goals):
 def variant_of(length):
     """Return (lm only?, goals?) of a variant tuple's length."""
     return (length - 1) % 2 == 0, length > 2
-
-
-@njit(cache=True, inline='always')
-def new_work(n_var):
-    """Return a search's ``Work``: the rows of one allocation."""
-    w = np.empty((5, n_var))
-    return Work(w[0], w[1], w[2], w[3], w[4])
 
 
 # The packed plan: integers first (as int64 bit patterns in the float vector), then floats, in these orders.

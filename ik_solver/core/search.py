@@ -19,7 +19,7 @@ import numpy as np
 from .attempt import (attempt, CONVERGED, goal_error, MAX_ITER, next_uniform, NOT_FINITE, place, seed_rng, STALLED,
                       task_jacobian, workspace)
 from .clock import monotonic
-from .kernel_data import new_work, REPORT, Search, Target, unpack, variant_of
+from .kernel_data import REPORT, Search, Target, unpack, variant_of, Work
 from .nullspace import pole_side, weighted_manipulability
 from .options import MODE_FIRST, MODE_MANIPULABILITY
 from .results import Reason
@@ -122,26 +122,27 @@ def search(variant, model, params, s, report):
     Converged solutions go to ``offer`` (or, with params.collision_yield, back
     to the caller as CANDIDATE in s.work.candidate; calling again resumes the search).
     """
-    ws = workspace(model.axis.shape[0], s.seed.shape[0])
+    seed, target, deadline, work = s.seed, s.target, s.deadline, s.work   # (once: see ``attempt``)
+    ws = workspace(model.axis.shape[0], seed.shape[0])
     max_attempts = params.max_attempts
     if report.distance > params.reach and (max_attempts == 0 or max_attempts > UNREACHABLE_ATTEMPTS):
         max_attempts = UNREACHABLE_ATTEMPTS
-    q = s.work.q
+    q = work.q
     while max_attempts == 0 or report.attempts < max_attempts:
         if report.attempts == 0:
-            q[:] = s.seed
+            q[:] = seed
         else:
             _random_start(q, model, params, s, ws)
-        a = attempt(variant, q, model, params, s.target, s.deadline, ws)
-        _record(a, q, s.work, report)
+        a = attempt(variant, q, model, params, target, deadline, ws)
+        _record(a, q, work.evaluated, work.best, report)
         if a.status == CONVERGED:
-            wrap_near(q, s.seed, model.lower)
+            wrap_near(q, seed, model.lower)
             if params.collision_yield:
-                s.work.candidate[:] = q
+                work.candidate[:] = q
                 return CANDIDATE
             if offer(variant, q, model, params, s, ws, report):
                 return FINISHED
-        if monotonic() >= s.deadline:
+        if monotonic() >= deadline:
             break
     return FINISHED
 
@@ -164,18 +165,21 @@ def _random_start(q, model, params, s, ws):
 
 
 @njit(cache=True, inline='always')
-def _record(a, q, work, report):
-    """Book an attempt: its iterations, the errors of the joints it evaluated last, and the best failed one."""
+def _record(a, q, evaluated, best, report):
+    """Book an attempt: its iterations, the errors of the joints it evaluated last, and the best failed one.
+
+    evaluated, best: the ``Work`` rows of those names, given as arrays (a ``Work`` costs a reference count per row).
+    """
     report.attempts += 1
     report.iterations += a.iterations
     if a.evaluated:
-        work.evaluated[:] = q
+        evaluated[:] = q
         report.evaluated = True
         report.eval_position = a.true_position
         report.eval_rotation = a.true_rotation
         report.eval_task = a.task
     if a.status != CONVERGED and a.status != NOT_FINITE and a.task < report.best_error:
-        work.best[:] = q
+        best[:] = q
         report.best_error = a.task
         report.best_sigma = a.sigma
         report.best_status = a.status
@@ -190,23 +194,25 @@ def _plain_first_attempt(variant, model, params, s, report, q_out):
     (no ranking): so this is ``search`` and ``conclude``'s result without
     their code.  Otherwise the attempt is booked and ``search`` goes on from attempt 1.
     """
-    ws = workspace(model.axis.shape[0], s.seed.shape[0])
-    q = s.work.q
-    q[:] = s.seed
+    seed, work = s.seed, s.work
+    ws = workspace(model.axis.shape[0], seed.shape[0])
+    q = work.q
+    q[:] = seed
     a = attempt(variant, q, model, params, s.target, s.deadline, ws)
-    _record(a, q, s.work, report)
+    _record(a, q, work.evaluated, work.best, report)
     if a.status != CONVERGED:
         return False
-    wrap_near(q, s.seed, model.lower)
+    wrap_near(q, seed, model.lower)
     linf = 0.0
     for i in range(q.shape[0]):
         q_out[i] = q[i]
-        linf = max(linf, abs(q[i] - s.seed[i]))
+        linf = max(linf, abs(q[i] - seed[i]))
     report.chosen = True
     report.score = linf
     report.pole_side = True
     report.jump = linf
-    _result_errors(q_out, model, params, s, report)
+    if not _reuse_errors(q_out, work.evaluated, report):
+        _fresh_errors(q_out, model, params, s.target, report)
     report.reason = R_SUCCESS
     return True
 
@@ -227,27 +233,29 @@ def conclude(model, params, s, report, q_out):
         reason = _failure_reason(q_out, model, report)
     for i in range(q_out.shape[0]):
         q_out[i] = min(model.upper[i], max(model.lower[i], q_out[i]))
-    _result_errors(q_out, model, params, s, report)
+    if not _reuse_errors(q_out, s.work.evaluated, report):
+        _fresh_errors(q_out, model, params, s.target, report)
     report.reason = reason
 
 
 @njit(cache=True, inline='always')
-def _result_errors(q, model, params, s, report):
-    """Set the report's true and task errors of the returned joints q.
+def _reuse_errors(q, evaluated, report):
+    """Set the report's true and task errors of the returned joints q from the search's own evaluation.
 
-    The search's own evaluation when q is exactly the joints it evaluated last
-    (s.work.evaluated), else a kinematics pass of its own (e.g. a continuous joint
-    moved by whole turns, or a best failed attempt clamped into the limits).
+    Only when q is exactly the joints it evaluated last (the ``Work`` row
+    ``evaluated``); returns False otherwise (e.g. a continuous joint moved by
+    whole turns, or a best failed attempt clamped into the limits), for a
+    kinematics pass of its own (``_fresh_errors``).
     """
-    same = report.evaluated
+    if not report.evaluated:
+        return False
     for i in range(q.shape[0]):
-        same = same and q[i] == s.work.evaluated[i]
-    if same:
-        report.position = report.eval_position
-        report.rotation = report.eval_rotation
-        report.task = report.eval_task
-    else:
-        _fresh_errors(q, model, params, s.target, report)
+        if q[i] != evaluated[i]:
+            return False
+    report.position = report.eval_position
+    report.rotation = report.eval_rotation
+    report.task = report.eval_task
+    return True
 
 
 @njit(cache=True)
@@ -296,11 +304,18 @@ def prepare_seed(seed, lower, upper, clamped, search_lower, search_upper):
 
 @njit(cache=True, inline='always')
 def new_search(n_var, deadline):
-    """Return a solve's ``Search`` with its arrays allocated; ``start`` fills them."""
-    b = np.empty(3 + 3 * n_var)
-    target = Target(np.empty((3, 3)), b[:3])
-    return Search(b[3:3 + n_var], b[3 + n_var:3 + 2 * n_var], b[3 + 2 * n_var:], target, deadline,
-                  np.zeros(1, dtype=np.uint64), new_work(n_var))
+    """Return a solve's ``Search`` with its arrays allocated; ``start`` fills them.
+
+    Two allocations, as each costs about as much as a dozen field reads: the
+    target's rows (rotation, then position), and one vector holding the seed,
+    the search bounds, the ``Work`` rows and the generator state (as uint64).
+    """
+    pose = np.empty((4, 3))
+    b = np.empty(8 * n_var + 1)
+    n = n_var
+    work = Work(b[3 * n:4 * n], b[4 * n:5 * n], b[5 * n:6 * n], b[6 * n:7 * n], b[7 * n:8 * n])
+    return Search(b[:n], b[n:2 * n], b[2 * n:3 * n], Target(pose[:3], pose[3]), deadline, b[8 * n:].view(np.uint64),
+                  work)
 
 
 @njit(cache=True, inline='always')
@@ -311,7 +326,8 @@ def start(T, seed, model, params, s, index, report):
         T: the target pose (4 x 4, valid); seed: the caller's joints.
         model, params: the plan's ``Model`` and ``Params``.
         s: the ``Search`` of ``new_search``; index: the batch item (0 for one solve).
-        report: a ``REPORT`` record.
+        report: a zeroed ``REPORT`` record (every caller makes its record array with ``np.zeros``, which
+            clears all its fields at once).
 
     Returns:
         SEED_OK, or the seed's code.
@@ -326,7 +342,6 @@ def start(T, seed, model, params, s, index, report):
         return code
     s.work.best[:] = s.seed
     seed_rng(s.rng, params.seed, index)
-    _clear(report)
     report.best_error = np.inf
     report.best_status = MAX_ITER
     distance = 0.0
@@ -336,29 +351,6 @@ def start(T, seed, model, params, s, index, report):
     if distance > params.reach:
         report.distance = distance
     return SEED_OK
-
-
-@njit(cache=True, inline='always')
-def _clear(report):
-    """Zero every field of a ``REPORT`` record."""
-    report.attempts = 0
-    report.iterations = 0
-    report.best_error = 0.0
-    report.best_sigma = 0.0
-    report.best_status = 0
-    report.chosen = False
-    report.score = 0.0
-    report.pole_side = False
-    report.jump = 0.0
-    report.position = 0.0
-    report.rotation = 0.0
-    report.task = 0.0
-    report.reason = 0
-    report.distance = 0.0
-    report.evaluated = False
-    report.eval_position = 0.0
-    report.eval_rotation = 0.0
-    report.eval_task = 0.0
 
 
 @njit(cache=True, nogil=True, inline='always')
