@@ -108,8 +108,9 @@ class Commander:
     Args:
         settings: CommanderSettings.
         sources: StateSources of the measured state and the controller's reference.
-        transport: ``transport(names, path, age)`` delivers a checked TimedPath whose start is ``age`` seconds
-            old (the message is stamped that long before now); returns None, or a message when it could not.
+        transport: ``transport(names, path, t0)`` delivers a checked TimedPath that starts at instant ``t0``
+            [s on ``clock``] (the message is stamped with it: converting an age would read the clock a second
+            time, later under load, and shift the stamp); returns None, or a message when it could not.
         history: the CommandHistory of this model's commands (shared by the commanders of one model, so a
             parameter change or a collision variant continues the command under way).
         clock: returns the current instant [s]; the clock of ``history``, of the sources' stamps and of the
@@ -215,7 +216,7 @@ class Commander:
         if lead > 0.0 and age > lead:
             return LATE, (f'the move was {age:.3f} s old when it was to be sent, more than command_lead_time '
                           f'{lead:g} s: the controller would join it mid-way, with a step')
-        problem = self._transport(names, path, now - t0)
+        problem = self._transport(names, path, t0)
         if problem is not None:
             return CONTROLLER_UNAVAILABLE, problem
         self.history.sent(start, path, t0)

@@ -11,7 +11,6 @@ checked.  A parameter change or a request that needs more loads it then, once, a
 from dataclasses import dataclass, field, replace
 from functools import partial
 import threading
-import time
 
 from .controller import ControllerInterface
 from .messages import trajectory_message
@@ -197,9 +196,9 @@ class ContextBuilder:
         sources = StateSources(measured=lambda: tracker.state(names), reference=lambda: controller.reference())
         return Commander(settings, sources, partial(self._transport, controller), history)
 
-    def _transport(self, controller, names, path, age):
-        """Send ``path`` stamped ``age`` s before now: the controller joins it in step with the motion it continues."""
-        stamp = self._stamps.stamp(time.monotonic() - age)
+    def _transport(self, controller, names, path, t0):
+        """Send ``path`` stamped with its start ``t0`` [s, monotonic]: the controller joins it in step."""
+        stamp = self._stamps.stamp(t0)
         return controller.send(trajectory_message(names, path, stamp))
 
     def _collision_world(self, model, values, xacro_args):

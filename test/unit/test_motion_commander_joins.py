@@ -55,8 +55,8 @@ def _stream(rng, seconds=1.5, stamp_error=20e-6):
 
     sends = []
 
-    def transport(names, path, age):
-        stamp = clock() - age + rng.uniform(0.0, stamp_error)
+    def transport(names, path, t0):
+        stamp = t0 + rng.uniform(0.0, stamp_error)
         times = np.rint(path.times * 1e9) / 1e9   # the message carries whole nanoseconds
         velocities, accelerations = path.velocities.copy(), path.accelerations.copy()
         velocities[-1] = accelerations[-1] = 0.0
@@ -125,10 +125,10 @@ def test_a_re_target_delivered_after_the_held_move_departed_joins_it_within_the_
     settings = CommanderSettings(NAMES, planning, lead_time=LEAD, sample_period=SAMPLE_PERIOD, state_tolerance=0.05)
     sends = []
 
-    def transport(names, path, age):
+    def transport(names, path, t0):
         points = [(t, list(p), list(v), list(a)) for t, p, v, a in zip(
             np.rint(path.times * 1e9) / 1e9, path.positions, path.velocities, path.accelerations)]
-        sends.append((clock() + (0.001 if not sends else 0.015), clock() - age + rng.uniform(0.0, 20e-6), points))
+        sends.append((clock() + (0.001 if not sends else 0.015), t0 + rng.uniform(0.0, 20e-6), points))
 
     def measured():
         replay = history.reference(clock())
