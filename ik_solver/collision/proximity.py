@@ -273,7 +273,11 @@ def carried_bounds(placements, slots, centres, halves, first, second, poses_at, 
 
     Args:
         placements: (J, 4, 4) poses of the joints that carry shapes now.
-        slots, centres, halves, first, second: as for ``box_gaps``.
+        slots: (S,) index into ``placements`` of each shape's joint.
+        centres: (S, 3) the centre of each shape's box in its joint's frame [m].
+        halves: (S, 3) the box's half extents [m].
+        first: (P,) the first shape of each pair.
+        second: (P,) the second shape of each pair.
         poses_at: (P, 2, 4, 4) the poses of each pair's two joints at its last measurement.
         distances: (P,) each pair's last measured distance [m], nan if never.
         pairs: (C,) the pairs to bound.

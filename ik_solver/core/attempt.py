@@ -70,9 +70,14 @@ def tip_error(Rt, pt, R, p, sw, bounds, target_frame, has_bounds, e):
     """``goal_error`` with the ``Target`` and ``Task`` fields given one by one, for the iteration loop.
 
     Args:
-        Rt, pt: the target rotation (3 x 3) and position (3, m).
-        R, p: the tip pose.
-        sw, bounds, target_frame, has_bounds: the ``Task`` fields of those names.
+        Rt: the target rotation (3 x 3).
+        pt: the target position (3,) [m].
+        R: the tip rotation (3 x 3).
+        p: the tip position (3,) [m].
+        sw: the ``Task`` field of that name.
+        bounds: the ``Task`` field of that name.
+        target_frame: the ``Task`` field of that name.
+        has_bounds: the ``Task`` field of that name.
         e: the 6-vector the error is written into.
     """
     for r in range(3):
