@@ -86,6 +86,8 @@ class CollisionModel:
         self._padding = _valid_padding(padding)
         self._lock = threading.Lock()
         self._world = None
+        self._certificate = None
+        self.configuration_version = 0   # counts changes of the held joints (a certificate's bounds then expire)
         self.set_obstacles([])
 
     # -- configuration ---------------------------------------------------------------------------------------
@@ -110,6 +112,7 @@ class CollisionModel:
     def set_joint_values(self, values):
         """Hold joints outside the chain at ``values`` {name: position}; chain joints in it are ignored."""
         self._config.set_held(dict(values))
+        self.configuration_version += 1
 
     @property
     def padding(self):
@@ -277,13 +280,24 @@ class CollisionModel:
         x, y, z = point - self._data.oMi[joint].translation
         return J[:3] - np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]]) @ J[3:]
 
+    @property
+    def certificate(self):
+        """Return the PathCertificate of this model (built on first use)."""
+        if self._certificate is None:
+            from .certificate import PathCertificate
+            self._certificate = PathCertificate(self)
+        return self._certificate
+
     def check_path(self, Q, max_step=MAX_JOINT_STEP):
         """First collision along the joint path Q (K x n), as (index, pair), or None.
 
-        Between consecutive waypoints the path is straight in joint space.  It is checked so that no joint
-        travels more than ``max_step`` between two checks: a densely sampled trajectory is checked every few
-        samples, a sparse one between its waypoints too.  ``index``: the waypoint at which (or on the segment
-        ending at which) the collision was found; it starts after the previous check, within ``max_step``.
+        Between consecutive waypoints the path is straight in joint space.  A path whose joint box (each
+        joint's range over the waypoints, which holds every straight segment between them) is proven clear
+        by ``certificate.PathCertificate`` (one distance query, or none when the last one still covers it)
+        is free.  Otherwise it is checked so that no joint travels more than ``max_step`` between two checks:
+        a densely sampled trajectory is checked every few samples, a sparse one between its waypoints too.
+        ``index``: the waypoint at which (or on the segment ending at which) the collision was found; it
+        starts after the previous check, within ``max_step``.
         """
         Q = np.asarray(Q, dtype=float)
         n = len(self.joint_names)
@@ -291,6 +305,8 @@ class CollisionModel:
             raise ValueError(f'expected a path of shape (K, {n}), got {Q.shape}')
         if not max_step > 0:
             raise ValueError(f'max_step must be positive, got {max_step}')
+        if np.isfinite(Q).all() and self.certificate.clear(Q.min(axis=0), Q.max(axis=0)):
+            return None
         for index, q in _checkpoints(Q, max_step):
             pair = self.check(q)
             if pair is not None:
