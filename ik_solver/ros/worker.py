@@ -27,6 +27,7 @@ CPU load a command then waits for the interpreter lock, not for the scheduler.
 Where the system refuses (no CAP_SYS_NICE, no RLIMIT_RTPRIO) it runs with normal
 scheduling and says so once.
 """
+from collections import deque
 import queue
 import threading
 import time
@@ -38,11 +39,15 @@ from .spin import real_time
 
 #: SCHED_FIFO priority of a worker thread: below the servo loop's default (40), which has the harder deadline.
 PRIORITY = 30
-#: Largest fraction of the thread's time that ``idle()`` (streamed inputs) may take.  A stream the node cannot
-#: keep up with would otherwise keep a SCHED_FIFO thread busy without a pause, and starve the process's
-#: other threads (the middleware's receive threads, the executor) on its core.  Jobs (service calls) are
-#: not limited.
+#: Largest fraction of any ``DUTY_WINDOW`` of the thread's time that ``idle()`` (streamed inputs) may take.  A
+#: stream the node cannot keep up with would otherwise keep a SCHED_FIFO thread busy without a pause, and
+#: starve the process's other threads (the middleware's receive threads, the executor) on its core.  Jobs
+#: (service calls) are not limited.
 MAX_DUTY = 0.5
+#: The span the duty is measured over [s].  A stream the node keeps up with (less than MAX_DUTY of it busy)
+#: never rests, however its handlings vary; a handling longer than MAX_DUTY x DUTY_WINDOW rests as long as it
+#: worked (1 / MAX_DUTY - 1 times as long): the window then holds nothing else.
+DUTY_WINDOW = 0.1
 
 
 class Worker:
@@ -63,7 +68,7 @@ class Worker:
         self._nudged = False
         self._stopped = False
         self.callback_group = ReentrantCallbackGroup()
-        self._idle_due = 0.0     # monotonic [s]: idle() rests until then (MAX_DUTY)
+        self._duty = DutyWindow(MAX_DUTY, DUTY_WINDOW)
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
@@ -108,7 +113,8 @@ class Worker:
                 self._execute(*job)
             else:
                 self._nudged = False  # inputs arriving from now on need a new wake-up
-            rest = self._idle_due - time.monotonic()
+            now = time.monotonic()
+            rest = self._duty.due(now) - now
             if rest > 0.0:  # streamed inputs wait (the newest in its place); jobs do not
                 timeout = rest
                 continue
@@ -116,12 +122,12 @@ class Worker:
             timeout = self._idle_period if again else None
 
     def _run_idle(self):
-        """Run ``idle()``; it may run again only after resting (1 / MAX_DUTY - 1) times as long as it took."""
+        """Run ``idle()`` and count its time against the duty window."""
         if self._idle is None:
             return False
         start = time.monotonic()
         again = self._idle()
-        self._idle_due = start + (time.monotonic() - start) / MAX_DUTY
+        self._duty.record(start, time.monotonic())
         return again
 
     def _next(self, timeout):
@@ -146,3 +152,39 @@ class Worker:
         executor = self._node.executor
         if executor is not None:
             executor.wake()
+
+
+class DutyWindow:
+    """How much of the last ``window`` seconds some work took, and when more may start within ``duty`` of it.
+
+    Args:
+        duty: the largest busy fraction of any window (0 < duty <= 1).
+        window: the window [s].
+    """
+
+    def __init__(self, duty, window):
+        self._duty = duty
+        self._window = window
+        self._runs = deque()   # (start, end) [s] of the runs that end within the last window, oldest first
+
+    def record(self, start, end):
+        """Count a run of the work from ``start`` to ``end`` [s, monotonic]."""
+        self._runs.append((start, end))
+
+    def due(self, now):
+        """Return the first instant [s] from ``now`` at which the last window's busy time is below its share.
+
+        ``now`` itself when the window has room; else when enough of the oldest runs have left the window.
+        """
+        begin = now - self._window
+        while self._runs and self._runs[0][1] <= begin:
+            self._runs.popleft()
+        excess = sum(end - max(start, begin) for start, end in self._runs) - self._duty * self._window
+        if excess < 0.0:
+            return now
+        for start, end in self._runs:   # the window's start passes the runs: each leaves with its length
+            start = max(start, begin)
+            if end - start > excess:
+                return start + excess + self._window
+            excess -= end - start
+        return now
