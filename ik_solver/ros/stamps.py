@@ -44,8 +44,7 @@ class MonotonicStamps:
 
     def _update_offset(self):
         if self._offset_ns is None:
-            duration, estimate = min(self._read() for _ in range(FIRST_READS))
-            self._offset_ns = estimate
+            self._offset_ns = min(self._read() for _ in range(FIRST_READS))[1]   # of the quickest read
             return
         duration, estimate = self._read()
         if duration <= NOISY_READ * 1e9 and abs(estimate - self._offset_ns) > RESYNC * 1e9:
