@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 import threading
 
+import numpy as np
+
 from .controller import ControllerInterface
 from .messages import trajectory_message
 from .parameters import is_set, load_limits, move_limits, package_file, solver_options, workspace_box
@@ -219,6 +221,8 @@ class ContextBuilder:
         if world is None:
             logger.info('the robot has no collision geometry: collisions are not checked')
             return None
+        mid = model.chain.mid_configuration()
+        world.model.check_path(np.array([mid, mid]))   # loads the path certificate's kernel now, not at a first move
         for note in world.model.notes:
             logger.warning(f'collision model: {note}')
         logger.info(f'collision model: {len(world.obstacles)} world objects')
@@ -241,3 +245,15 @@ def load_kernels(logger, options, collision=False):
             ['collision checking'] * bool(collision)
         logger.info(f"loading the compiled kernels of method '{options.method}' ({', '.join(details)}) on first use")
         warmup.load(options, collision)
+
+
+def approximation_allowed(values, result):
+    """Tell whether an IKResult that did not converge may still be commanded (``publish_approximation``).
+
+    Args:
+        values: the node's parameter values.
+        result: the IKResult; its errors [m, rad] are compared with the ``approximation.*`` bounds.
+    """
+    return (values['publish_approximation'] and np.isfinite(result.joints).all()
+            and result.position_error <= values['approximation.max_position_error']
+            and result.orientation_error <= values['approximation.max_orientation_error'])

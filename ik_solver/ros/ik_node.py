@@ -17,27 +17,25 @@ import time
 
 from geometry_msgs.msg import PoseStamped
 from ik_solver_interfaces.srv import ComputeFK, PlanPath, SolveIK
-import numpy as np
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
 from visualization_msgs.msg import MarkerArray
 
 from . import graph_features
-from .ik_context import ContextBuilder
+from .ik_context import approximation_allowed, ContextBuilder
 from .ik_requests import IKRequests, mark_sent, SolveError
 from .joint_states import JointStateTracker, received_monotonic
 from .messages import pose_to_matrix
 from .model_source import ModelSource
-from .outcome import Outcome, OutcomeReporter
+from .outcome import describe, Outcome, OutcomeReporter
 from .parameters import (check_all, check_workspace_change, checked_xacro_args, PARAMETERS, ParameterSet,
                          solver_options)
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
-from .target_mailbox import Pending, target_age, TargetMailbox
+from .target_mailbox import Pending, target_age, TargetMailbox, waiting_for
 from .worker import Worker
 from .world_updates import WorldUpdates
-from ..core.nullspace import manipulability
 from ..core.warmup import warm_up_for
 from ..motion import guard as motion_guard
 from ..motion.start_state import StateError
@@ -62,7 +60,7 @@ class IKSolverNode(Node):
         p = self.params
         self._warm_up(p.values)  # compiled kernels before any service is offered: available means ready
         motion_guard.warm_up()  # and the motion kernels: the first move is sent as fast as the next
-        self.reporter = OutcomeReporter(self, self._describe)
+        self.reporter = OutcomeReporter(self, lambda outcome: describe(self._robot, outcome))
         self.mailbox = TargetMailbox(self.reporter)
         self.joint_states = JointStateTracker(self, p['joint_states_topic'], p['joint_states_timeout'],
                                               tolerance=p['state_tolerance'])
@@ -221,14 +219,11 @@ class IKSolverNode(Node):
     def _handle_target(self, pending):
         """Return the Outcome of a target, or None if it waits for the model or a first joint state."""
         context = self._robot
-        names = context.model.chain.joint_names if context is not None else None
-        waiting_for = ('the robot model' if context is None else
-                       'a first joint state' if not self.joint_states.has(names) else
-                       'consistent joint states' if self.joint_states.settling(names) else None)
+        waiting = waiting_for(context, self.joint_states)
         waited = time.monotonic() - pending.arrival
-        if waiting_for is not None:
+        if waiting is not None:
             if waited > self.params['target_timeout']:
-                return Outcome('topic', 'expired', f'waited {waited:.1f} s for {waiting_for} (target_timeout '
+                return Outcome('topic', 'expired', f'waited {waited:.1f} s for {waiting} (target_timeout '
                                                    f"{self.params['target_timeout']:g} s)")
             pending.waited = True
             self.mailbox.post(pending)
@@ -258,7 +253,7 @@ class IKSolverNode(Node):
         except ValueError as exc:
             return Outcome(source, 'invalid_input', str(exc), method=method)
         outcome = Outcome(source, result.reason, result.message, target=T, result=result, method=method)
-        if not result.success and not self._approximation_allowed(result):
+        if not result.success and not approximation_allowed(self.params.values, result):
             return outcome
         return mark_sent(outcome, context.commander.move(result.joints))
 
@@ -282,12 +277,6 @@ class IKSolverNode(Node):
         if reasons:
             raise SolveError('outside_workspace', reasons[0])
 
-    def _approximation_allowed(self, result):
-        p = self.params
-        return (p['publish_approximation'] and np.isfinite(result.joints).all()
-                and result.position_error <= p['approximation.max_position_error']
-                and result.orientation_error <= p['approximation.max_orientation_error'])
-
     # -- services and reporting -------------------------------------------------------------------
 
     async def _on_solve(self, request, response):
@@ -295,17 +284,6 @@ class IKSolverNode(Node):
 
     async def _on_plan_path(self, request, response):
         return await self.worker.run(self.requests.plan_path, request, response)
-
-    def _describe(self, outcome):
-        """(frame_id, sigma_min, manipulability) of an outcome, for its status."""
-        context = self._robot
-        if context is None:
-            return '', float('nan'), float('nan')
-        result = outcome.result
-        if result is None:
-            return context.model.chain.base_link, float('nan'), float('nan')
-        chain = context.model.chain
-        return chain.base_link, result.sigma_min, manipulability(chain.jacobian(result.joints))
 
 
 def main(args=None):

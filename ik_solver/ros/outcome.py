@@ -11,6 +11,7 @@ import threading
 
 import numpy as np
 
+from ..core.nullspace import manipulability
 from ..core.reasons import Reason
 
 SUCCESS = Reason.SUCCESS.label
@@ -59,6 +60,22 @@ class Outcome:
     def code(self):
         """Return the response code of ``reason`` (``reason_code``): what SolveIK/PlanPath responses carry."""
         return reason_code(self.reason)
+
+
+def describe(context, outcome):
+    """Return (frame_id, sigma_min, manipulability) of an outcome, for its status.
+
+    Args:
+        context: the IK node's Context of the model in use (``ik_context``), or None before a model.
+        outcome: the Outcome.
+    """
+    if context is None:
+        return '', float('nan'), float('nan')
+    chain = context.model.chain
+    result = outcome.result
+    if result is None:
+        return chain.base_link, float('nan'), float('nan')
+    return chain.base_link, result.sigma_min, manipulability(chain.jacobian(result.joints))
 
 
 class OutcomeReporter:

@@ -58,3 +58,18 @@ def target_age(msg, arrival, clock):
     if stamp.nanoseconds == 0:
         return time.monotonic() - arrival
     return max(0.0, (clock.now() - stamp).nanoseconds * 1e-9)
+
+
+def waiting_for(context, joint_states):
+    """Return what a target waits for before it can be solved (the model, a first or consistent joint state), or None.
+
+    Args:
+        context: the model's Context (``ik_context``), or None before a model is loaded.
+        joint_states: the node's JointStateTracker.
+    """
+    if context is None:
+        return 'the robot model'
+    names = context.model.chain.joint_names
+    if not joint_states.has(names):
+        return 'a first joint state'
+    return 'consistent joint states' if joint_states.settling(names) else None
