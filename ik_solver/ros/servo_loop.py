@@ -17,9 +17,10 @@ cycle, so the cycle sees the newest command.  A command that wakes an idle
 servo runs a cycle at once in its callback; the schedule then restarts from
 that cycle (``kick``).
 """
-import os
 import threading
 import time
+
+from . import spin
 
 #: The loop thread wakes this long [s] (at most LEAD_FRACTION of the period) before a tick, computes the
 #: cycle and waits for the tick to publish its command.  At 500 Hz a cycle needs ~0.4 ms from its wake-up
@@ -98,12 +99,19 @@ class ServoLoop(threading.Thread):
 
 
 def real_time(logger, priority, what):
-    """Run the calling thread under SCHED_FIFO at ``priority``; a refusal is a warning (normal scheduling)."""
-    try:
-        os.sched_setscheduler(threading.get_native_id(), os.SCHED_FIFO, os.sched_param(priority))
-    except (AttributeError, OSError) as exc:   # no such call on this OS, or not permitted
+    """Run the calling thread under SCHED_FIFO at ``priority`` (``spin.real_time``) and log the outcome.
+
+    A refusal is a warning and the thread keeps normal scheduling.
+
+    Args:
+        logger: the node's logger.
+        priority: SCHED_FIFO priority, 1-99.
+        what: the thread's name in the messages ('loop thread', 'executor thread').
+    """
+    refused = spin.real_time(priority)
+    if refused:
         logger.warning(f'{what} keeps normal scheduling: SCHED_FIFO priority {priority} '
-                       f'refused ({exc}); set thread_priority 0 to silence this')
+                       f'refused ({refused}); set thread_priority 0 to silence this')
         return
     logger.info(f'{what} runs under SCHED_FIFO, priority {priority}')
 

@@ -107,11 +107,7 @@ def real_time(priority):
     preempts busy processes as soon as its input arrives.  Refused without CAP_SYS_NICE or an
     RLIMIT_RTPRIO of at least ``priority``; the caller then keeps normal scheduling and says so.
     """
-    try:
-        os.sched_setscheduler(threading.get_native_id(), os.SCHED_FIFO, os.sched_param(priority))
-    except (OSError, AttributeError) as exc:  # AttributeError: a platform without sched_setscheduler
-        return str(exc)
-    return None
+    return _fifo(threading.get_native_id(), priority)
 
 
 def real_time_threads(priority):
@@ -122,12 +118,30 @@ def real_time_threads(priority):
     controller on a real robot does.  Threads started later keep normal scheduling.
     """
     for tid in os.listdir('/proc/self/task'):
-        try:
-            os.sched_setscheduler(int(tid), os.SCHED_FIFO, os.sched_param(priority))
-        except ProcessLookupError:  # the thread ended meanwhile
-            continue
-        except (OSError, AttributeError) as exc:
-            return str(exc)
+        refused = _fifo(int(tid), priority)
+        if refused:
+            return refused
+    return None
+
+
+def _fifo(tid, priority):
+    """Put thread ``tid`` (a native id) under SCHED_FIFO at ``priority``; return None, or why it was refused.
+
+    A thread that ended meanwhile is no refusal: there is nothing left to schedule.
+
+    Args:
+        tid: the kernel's id of the thread (``threading.get_native_id``, or an entry of /proc/self/task).
+        priority: SCHED_FIFO priority, 1-99.
+
+    Returns:
+        None, or the error text (no CAP_SYS_NICE, RLIMIT_RTPRIO below ``priority``, no such call on this OS).
+    """
+    try:
+        os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+    except ProcessLookupError:
+        return None
+    except (OSError, AttributeError) as exc:  # AttributeError: a platform without sched_setscheduler
+        return str(exc)
     return None
 
 
