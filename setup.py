@@ -22,7 +22,7 @@ def package_version():
 setup(
     name=package_name,
     version=package_version(),
-    packages=find_packages(exclude=['test', 'test.*']),
+    packages=find_packages(include=[package_name, package_name + '.*']),  # not ik_solver_demos/
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

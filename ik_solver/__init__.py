@@ -5,7 +5,8 @@
     result = IKSolver(chain).solve(target_4x4, seed)
 
 The numerical core (``core``: chain, kinematics, methods, nullspace, solver)
-imports no ROS; ``ros`` and ``sim`` add rclpy on top.  The names below are
+imports no ROS; ``ros`` adds rclpy on top.  The simulated arm, demos and
+benchmarks are the separate package ``ik_solver_demos``.  The names below are
 loaded on first use (PEP 562): importing a node's entry point must not spend
 half a second in numba before it can answer a stop signal (``ros.entry``).
 """

@@ -9,13 +9,13 @@ ros2 launch ik_solver ik_solver.launch.py namespace:=left
 ros2 launch ik_solver ik_solver.launch.py urdf_file:=/path/arm.urdf.xacro xacro_args:='prefix:=right_' \
     base_link:=right_base_link tip_link:=right_tool0 namespace:=right
 
-Precedence (ik_solver.tools.launcher.ik_node_setup): the node's defaults, then the
+Precedence (ik_solver.ros.launch_setup.ik_node_setup): the node's defaults, then the
 parameter file (config:=, else the bundled robot's; none for urdf_file:= alone),
 then only the launch arguments you gave.  When one started process exits, the
 others are stopped too.
 """
-from ik_solver.tools.launcher import flag, IK_LAUNCH_ARGUMENTS, ik_node_setup, stop_all_on_exit, TRUE
-from ik_solver.tools.resources import package_available
+from ik_solver.ros.launch_setup import flag, IK_LAUNCH_ARGUMENTS, ik_node_setup, package_available, \
+    stop_all_on_exit, TRUE
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, GroupAction, LogInfo, OpaqueFunction
 from launch.substitutions import Command, FindExecutable, LaunchConfiguration

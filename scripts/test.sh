@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Set up (idempotent), build, and run the tests of both packages under colcon test, for ROS_DISTRO
-# (jazzy, the default, or kilted).  Arguments go to pytest (e.g. test/unit or test/unit/test_solver.py, -k name).
-# Exits non-zero when any test fails.
+# Set up (idempotent), build, and run the tests under colcon test, for ROS_DISTRO (jazzy, the default, or
+# kilted).  Arguments go to pytest (e.g. test/unit or test/unit/test_solver.py, -k name).
+# Exits non-zero when any test fails.  The suite lives in the root package's test/ and tests ik_solver_demos
+# too (from the same install space); ik_solver_demos has no tests of its own, and the pytest arguments name
+# paths of the root package, so it is skipped here.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bash "$HERE/setup.sh"
 # shellcheck disable=SC1091
 source "$HERE/env.sh"
 cd "$IK_ROOT"
-colcon --log-base "$IK_LOG" test --base-paths "$IK_ROOT" "$IK_ROOT/ik_solver_interfaces" \
-  --build-base "$IK_BUILD" --install-base "$IK_INSTALL" \
+colcon --log-base "$IK_LOG" test --base-paths "$IK_ROOT" "$IK_ROOT/ik_solver_interfaces" "$IK_ROOT/ik_solver_demos" \
+  --packages-skip ik_solver_demos --build-base "$IK_BUILD" --install-base "$IK_INSTALL" \
   --event-handlers console_direct+ summary+ --return-code-on-test-failure \
   --pytest-args -ra "$@"
 # colcon counts pytest's "no tests collected" (exit 5) as a pass: a selection that matches nothing must fail.

@@ -1,6 +1,7 @@
 """Shared fixtures: the bundled arms, robots from example-robot-data, and small test URDFs."""
 import os
 import pathlib
+import sys
 
 from ik_solver.core.chain import load_chain
 import numpy as np
@@ -13,6 +14,24 @@ except ImportError:  # a workspace without the plugin runs each test once
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 URDF_DIR = ROOT / 'urdf'
+#: The folder holding the ik_solver_demos package in this checkout (its tests are here, in test/).
+DEMOS_SOURCE = str(ROOT / 'ik_solver_demos')
+
+
+def use_demos_source():
+    """Import ik_solver_demos from this checkout, here and in the node processes the tests start.
+
+    ik_solver comes from the checkout because the tests run in its root; ik_solver_demos sits one folder
+    down, where only the install space would otherwise provide it (an older build, perhaps).
+    """
+    if DEMOS_SOURCE not in sys.path:
+        sys.path.insert(0, DEMOS_SOURCE)
+    paths = os.environ.get('PYTHONPATH', '').split(os.pathsep)
+    if DEMOS_SOURCE not in paths:
+        os.environ['PYTHONPATH'] = os.pathsep.join([DEMOS_SOURCE] + [p for p in paths if p])
+
+
+use_demos_source()
 
 
 def example_robot(relative):

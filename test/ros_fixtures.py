@@ -10,9 +10,9 @@ import pytest
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 pytest.importorskip('ik_solver_interfaces.srv', reason='ik_solver_interfaces is not built')
 
-from ik_solver.tools.launcher import node_args, NodeProcess  # noqa: E402, I100
-from ik_solver.tools.observer import ArmObserver  # noqa: E402
-from ik_solver.tools.resources import arm_files  # noqa: E402
+from ik_solver_demos.tools.launcher import node_args, NodeProcess  # noqa: E402, I100
+from ik_solver_demos.tools.observer import ArmObserver  # noqa: E402
+from ik_solver_demos.tools.resources import arm_files  # noqa: E402
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParameters, SetParametersAtomically  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -81,7 +81,10 @@ def spinning(node):
 
 
 def start(module, arm='ik7', namespace='', **params):
-    """Start ``ik_solver.<module>`` for a bundled arm, in ``namespace`` if given, with parameter overrides."""
+    """Start node ``module`` for a bundled arm, in ``namespace`` if given, with parameter overrides.
+
+    ``module`` is ``ros.ik_node``, ``ros.servo_node`` (ik_solver) or ``sim.sim_arm_node`` (ik_solver_demos).
+    """
     urdf, config = arm_files(arm)
     log = tempfile.NamedTemporaryFile(prefix=f'{module}_', suffix='.log', delete=False).name
     args = node_args(config, {'urdf_file': urdf, **params})
@@ -91,7 +94,7 @@ def start(module, arm='ik7', namespace='', **params):
 
 
 def start_urdf(module, urdf_file, **params):
-    """Start ``ik_solver.<module>`` for any URDF, without a bundled config (the node's defaults + ``params``)."""
+    """Start node ``module`` for any URDF, without a bundled config (the node's defaults + ``params``)."""
     log = tempfile.NamedTemporaryFile(prefix=f'{module}_', suffix='.log', delete=False).name
     return NodeProcess(module, node_args(None, {'urdf_file': urdf_file, **params}), log)
 

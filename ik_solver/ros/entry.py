@@ -33,7 +33,3 @@ def ik_solver_node():
 
 def ik_servo_node():
     return run('ik_solver.ros.servo_node')
-
-
-def sim_arm_node():
-    return run('ik_solver.sim.sim_arm_node')

@@ -13,7 +13,7 @@ import time
 from conftest import URDF_DIR
 from ik_solver.core.transforms import make_pose
 from ik_solver.ros.messages import matrix_to_pose
-from ik_solver.tools.demo import DOWN
+from ik_solver_demos.tools.demo import DOWN
 from ik_solver_interfaces.srv import SolveIK
 import numpy as np
 import pytest

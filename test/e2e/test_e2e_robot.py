@@ -13,7 +13,7 @@ from geometry_msgs.msg import PoseStamped
 from ik_solver.core.transforms import make_pose
 from ik_solver.motion.limits import load_joint_limits
 from ik_solver.ros.messages import matrix_to_pose
-from ik_solver.tools.observer import send_answered
+from ik_solver_demos.tools.observer import send_answered
 from ik_solver_interfaces.srv import PlanPath, SolveIK
 import numpy as np
 import pytest

@@ -12,7 +12,7 @@ import time
 
 from conftest import URDF_DIR
 from ik_solver.motion.limits import load_joint_limits
-from ik_solver.tools.observer import send_answered
+from ik_solver_demos.tools.observer import send_answered
 import numpy as np
 import pytest
 from ros_fixtures import poll, Session, start  # noqa: I100

@@ -6,8 +6,8 @@ from conftest import URDF_DIR
 from ik_solver.core.transforms import make_pose, pose_error  # noqa: E402
 from ik_solver.motion import jtc  # noqa: E402
 from ik_solver.motion.limits import load_joint_limits  # noqa: E402
-from ik_solver.tools.demo import circle, DOWN  # noqa: E402
-from ik_solver.tools.observer import send_answered  # noqa: E402
+from ik_solver_demos.tools.demo import circle, DOWN  # noqa: E402
+from ik_solver_demos.tools.observer import send_answered  # noqa: E402
 import numpy as np
 import pytest
 from ros_fixtures import node_session, trajectory_points  # noqa: I100

@@ -13,8 +13,8 @@ import time
 from ik_solver.collision.model import CollisionModel
 from ik_solver.collision.scene import load_scene
 from ik_solver.motion.servo import Status
-from ik_solver.tools.resources import arm_files
-from ik_solver.tools.servo_demo import ServoClient, start_servo
+from ik_solver_demos.tools.resources import arm_files
+from ik_solver_demos.tools.servo_demo import ServoClient, start_servo
 import numpy as np
 import pytest
 from ros_fixtures import isolate_ros_domain  # noqa: I100

@@ -19,8 +19,8 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 pytest.importorskip('mujoco', reason='mujoco is not installed')
 
 from builtin_interfaces.msg import Duration  # noqa: E402, I100
-from ik_solver.tools.launcher import node_args, NodeProcess  # noqa: E402
-from ik_solver.tools.resources import arm_files  # noqa: E402
+from ik_solver_demos.tools.launcher import node_args, NodeProcess  # noqa: E402
+from ik_solver_demos.tools.resources import arm_files  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402

@@ -13,12 +13,12 @@ from conftest import URDF_DIR
 from ik_solver.motion import jtc
 from ik_solver.motion.limits import load_joint_limits, MotionState
 from ik_solver.motion.timing import plan_move
-from ik_solver.sim.controllers import LimitMonitor, TrajectoryController
+from ik_solver_demos.sim.controllers import LimitMonitor, TrajectoryController
 import numpy as np
 import pytest
 
 pytest.importorskip('mujoco', reason='mujoco is not installed')
-from ik_solver.sim.physics import ArmSimulation  # noqa: E402, I100
+from ik_solver_demos.sim.physics import ArmSimulation  # noqa: E402, I100
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 LIMITS_FILE = str(URDF_DIR.parent / 'config' / 'ik7_joint_limits.yaml')

@@ -1,12 +1,12 @@
 """A short soak: both nodes, driven by random streams, lied to on joint_states, never command beyond the limits.
 
-``ik_solver.tools.soak`` runs for about 20 s without extra load: the IK node (JointTrajectory) and the servo
+``ik_solver_demos.tools.soak`` runs for about 20 s without extra load: the IK node (JointTrajectory) and the servo
 (forward_position), each with its simulator on a private domain.  Its checker (test/unit/test_soak_checker.py
 shows it flags steps and speeding) replays every command as the controller executes it; the simulator's
 physics state is the truth.  The lies must have been told and refused, and no command may step, leave the
 position limits or start away from the arm.
 """
-from ik_solver.tools.soak import report, soak
+from ik_solver_demos.tools.soak import report, soak
 import pytest
 
 pytest.importorskip('rclpy', reason='rclpy is not installed')

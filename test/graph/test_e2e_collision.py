@@ -10,7 +10,7 @@ import time
 from conftest import URDF_DIR
 from ik_solver.core.transforms import make_pose  # noqa: E402
 from ik_solver.ros.messages import matrix_to_pose  # noqa: E402
-from ik_solver.tools.demo import DOWN  # noqa: E402
+from ik_solver_demos.tools.demo import DOWN  # noqa: E402
 import numpy as np
 import pytest
 from ros_fixtures import Session, start  # noqa: I100

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 from ik_solver.core.chain import load_chain
 from ik_solver.ros.outcome import Outcome
-from ik_solver.tools.resources import arm_files
+from ik_solver_demos.tools.resources import arm_files
 import numpy as np
 import pytest
 

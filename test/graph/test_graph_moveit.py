@@ -8,7 +8,7 @@ import math
 from types import SimpleNamespace
 
 from ik_solver.core.chain import load_chain
-from ik_solver.tools.resources import arm_files
+from ik_solver_demos.tools.resources import arm_files
 import pytest
 
 pytest.importorskip('ik_solver_interfaces.srv', reason='ik_solver_interfaces is not built')

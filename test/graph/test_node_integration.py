@@ -14,7 +14,7 @@ from ik_solver.core.transforms import make_pose
 from ik_solver.motion import jtc
 from ik_solver.ros.messages import final_joint_positions, joint_state, matrix_to_pose
 from ik_solver.ros.parameters import COMMAND_LEAD_TIME
-from ik_solver.tools.launcher import NodeProcess
+from ik_solver_demos.tools.launcher import NodeProcess
 from ik_solver_interfaces.srv import ComputeFK, PlanPath, SolveIK
 import numpy as np
 import pytest

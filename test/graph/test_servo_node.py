@@ -15,7 +15,7 @@ import pytest
 from ros_fixtures import isolate_ros_domain  # noqa: I100
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402, I100, I202
-from ik_solver.tools.servo_demo import commanded_joint_velocities, HOME, ServoClient, start_servo  # noqa: E402
+from ik_solver_demos.tools.servo_demo import commanded_joint_velocities, HOME, ServoClient, start_servo  # noqa: E402
 import rclpy  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 

@@ -18,9 +18,9 @@ import pytest
 
 ros_fixtures = pytest.importorskip('ros_fixtures', reason='rclpy or ik_solver_interfaces missing')
 from ik_solver.core.chain import load_chain  # noqa: E402, I100
-from ik_solver.tools.launcher import node_args  # noqa: E402
-from ik_solver.tools.observer import ArmObserver  # noqa: E402
-from ik_solver.tools.resources import arm_files, local_ros_env  # noqa: E402
+from ik_solver_demos.tools.launcher import module_name, node_args  # noqa: E402
+from ik_solver_demos.tools.observer import ArmObserver  # noqa: E402
+from ik_solver_demos.tools.resources import arm_files, local_ros_env  # noqa: E402
 
 NODES = ('sim.sim_arm_node', 'ros.ik_node')
 
@@ -30,7 +30,7 @@ def start_group(logs):
     urdf, config = arm_files('ik7')
     processes = []
     for module in NODES:
-        cmd = [sys.executable, '-m', f'ik_solver.{module}', '--ros-args',
+        cmd = [sys.executable, '-m', module_name(module), '--ros-args',
                *node_args(config, {'urdf_file': urdf, **({'kinematic': True} if 'sim' in module else {})})]
         log = open(os.path.join(logs, module + '.log'), 'w')
         group = {'process_group': 0} if not processes else {'process_group': processes[0].pid}
@@ -94,7 +94,7 @@ def test_demo_stops_its_nodes_and_exits_0_on_a_group_signal(tmp_path, signum):
     domain = str(150 + os.getpid() % 50 + signum)
     env = local_ros_env({**os.environ, 'ROS_DOMAIN_ID': domain})
     log = open(tmp_path / 'demo.log', 'w')
-    demo = subprocess.Popen([sys.executable, '-m', 'ik_solver.tools.demo', '--kinematic', '--output-dir',
+    demo = subprocess.Popen([sys.executable, '-m', 'ik_solver_demos.tools.demo', '--kinematic', '--output-dir',
                              str(tmp_path)], stdout=log, stderr=subprocess.STDOUT, env=env, process_group=0)
     try:
         deadline = time.monotonic() + 120.0

@@ -23,12 +23,19 @@ FORBIDDEN = {
                        r'September|October|November|December)\b|\b(?:January|February|March|April|May|June|July|'
                        r'August|September|October|November|December) \d{4}\b'),
 }
-#: A file path in backticks: from the repository root, or a module path inside the package.
-PATH = re.compile(r'`((?:ik_solver|ik_solver_interfaces|test|config|urdf|launch|scripts|docs)/[\w./*-]*'
-                  r'|(?:core|motion|collision|ros|sim|tools)/\w+\.py)`')
-#: ``python -m <module>`` and ``ros2 run ik_solver <executable>`` commands.
-MODULE_COMMAND = re.compile(r'python3? -m (ik_solver(?:\.\w+)*)(?![.\w<])')
-RUN_COMMAND = re.compile(r'ros2 run ik_solver (\w+)')
+#: Top-level folders of the repository that pages name paths in.
+FOLDERS = ('ik_solver', 'ik_solver_interfaces', 'ik_solver_demos', 'test', 'config', 'urdf', 'launch', 'scripts',
+           'docs')
+#: A module path inside a package (``ros/spin.py``): the folder of its package in the repository.
+PACKAGE_FOLDERS = {'core': 'ik_solver', 'motion': 'ik_solver', 'collision': 'ik_solver', 'ros': 'ik_solver',
+                   'sim': 'ik_solver_demos/ik_solver_demos', 'tools': 'ik_solver_demos/ik_solver_demos'}
+#: A file path in backticks: from the repository root, or a module path inside a package.
+PATH = re.compile(r'`((?:' + '|'.join(FOLDERS) + r')/[\w./*-]*|(?:' + '|'.join(PACKAGE_FOLDERS) + r')/\w+\.py)`')
+#: ``python -m <module>`` and ``ros2 run <package> <executable>`` commands of the two Python packages.
+MODULE_COMMAND = re.compile(r'python3? -m (ik_solver(?:_demos)?(?:\.\w+)*)(?![.\w<])')
+RUN_COMMAND = re.compile(r'ros2 run (ik_solver(?:_demos)?) (\w+)')
+#: Where each Python package's sources and pyproject.toml are.
+PACKAGE_ROOTS = {'ik_solver': ROOT, 'ik_solver_demos': ROOT / 'ik_solver_demos'}
 LINK = re.compile(r'!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)')
 FENCE = re.compile(r'^```.*?^```', re.MULTILINE | re.DOTALL)
 
@@ -50,10 +57,10 @@ def _anchors(path):
 
 def test_parameter_page_is_current():
     pytest.importorskip('rclpy', reason='the parameter tables are declared with rclpy types')
-    from ik_solver.tools import parameter_docs
+    from ik_solver_demos.tools import parameter_docs
     current = parameter_docs.OUTPUT.read_text()
     assert current == parameter_docs.render(), \
-        'docs/parameters.md is out of date: run python -m ik_solver.tools.parameter_docs'
+        'docs/parameters.md is out of date: run python -m ik_solver_demos.tools.parameter_docs'
 
 
 def test_readme_is_short():
@@ -89,8 +96,8 @@ def test_named_files_exist(page):
     """Every repository path a page names in backticks exists (a glob matches at least one file)."""
     missing = []
     for path in PATH.findall(page.read_text()):
-        base = ROOT if path.split('/')[0] in ('ik_solver', 'ik_solver_interfaces', 'test', 'config', 'urdf',
-                                              'launch', 'scripts', 'docs') else ROOT / 'ik_solver'
+        first = path.split('/')[0]
+        base = ROOT if first in FOLDERS else ROOT / PACKAGE_FOLDERS[first]
         if not list(base.glob(path.rstrip('/'))):
             missing.append(path)
     assert not missing, f'{page.name} names files that do not exist: {missing}'
@@ -98,13 +105,17 @@ def test_named_files_exist(page):
 
 @pytest.mark.parametrize('page', PAGES, ids=lambda p: p.name)
 def test_commands_name_real_programs(page):
-    """Every ``python -m`` module exists; every ``ros2 run ik_solver`` executable is a console script (pyproject)."""
+    """Every ``python -m`` module exists; every ``ros2 run`` executable is a console script of that package."""
     text = page.read_text()
-    scripts = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['scripts']
-    wrong = [m for m in MODULE_COMMAND.findall(text)
-             if not (ROOT / (m.replace('.', '/') + '.py')).exists()
-             and not (ROOT / m.replace('.', '/') / '__main__.py').exists()]
-    wrong += [f'ros2 run ik_solver {name}' for name in RUN_COMMAND.findall(text) if name not in scripts]
+    wrong = []
+    for module in MODULE_COMMAND.findall(text):
+        path = PACKAGE_ROOTS[module.split('.')[0]] / module.replace('.', '/')
+        if not path.with_suffix('.py').exists() and not (path / '__main__.py').exists():
+            wrong.append(module)
+    for package, name in RUN_COMMAND.findall(text):
+        scripts = tomllib.loads((PACKAGE_ROOTS[package] / 'pyproject.toml').read_text())['project']['scripts']
+        if name not in scripts:
+            wrong.append(f'ros2 run {package} {name}')
     assert not wrong, f'{page.name}: {wrong}'
 
 
@@ -115,13 +126,15 @@ def test_every_docs_page_is_in_the_index():
 
 
 def test_layout_lists_every_module():
-    """docs/design.md's layout table names every module of the package in its folder's row."""
+    """docs/design.md's layout table names every module of both Python packages in its folder's row."""
     design = (ROOT / 'docs' / 'design.md').read_text()
-    rows = {m.group(1): m.group(0) for m in re.finditer(r'^\| `(ik_solver/[\w/]*)` \|.*$', design, re.MULTILINE)}
+    rows = {m.group(1): m.group(0)
+            for m in re.finditer(r'^\| `(ik_solver(?:_demos)?/[\w/]*)` \|.*$', design, re.MULTILINE)}
+    tops = ('ik_solver/', 'ik_solver_demos/ik_solver_demos/')
     missing = []
-    for path in sorted((ROOT / 'ik_solver').rglob('*.py')):
+    for path in sorted((ROOT / 'ik_solver').rglob('*.py')) + sorted((ROOT / tops[1]).rglob('*.py')):
         folder = path.parent.relative_to(ROOT).as_posix() + '/'
-        if path.name == '__init__.py' and folder != 'ik_solver/':
+        if path.name == '__init__.py' and folder not in tops:
             continue
         if f'`{path.name}`' not in rows.get(folder, ''):
             missing.append(folder + path.name)

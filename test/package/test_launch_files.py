@@ -1,5 +1,8 @@
 """Launch files: the parameter precedence they build, as a plain function and through launch_ros where installed.
 
+The runtime's launch files (launch/) start the nodes next to a robot; ik_solver_demos' (ik_solver_demos/launch/)
+add the simulated arm and the demo and include the runtime's.
+
 The node's parameters come from a list: the parameter file first, then a dict
 of the launch arguments the user gave; launch_ros (like rcl) lets a later entry
 win.  ``merged`` applies that rule to the list independently of the package, so
@@ -10,13 +13,18 @@ import pathlib
 import shlex
 
 from ik_solver.core.urdf import parse_robot
-from ik_solver.tools.launcher import flat_parameters, IK_LAUNCH_ARGUMENTS, ik_node_setup, NodeSetup, \
-    stop_all_on_exit
+from ik_solver.ros.launch_setup import IK_LAUNCH_ARGUMENTS, ik_node_setup, NodeSetup, package_available, \
+    SERVO_LAUNCH_ARGUMENTS, stop_all_on_exit
+from ik_solver_demos.tools.launcher import flat_parameters
 import pytest
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LAUNCH_DIR = ROOT / 'launch'
+DEMOS_LAUNCH_DIR = ROOT / 'ik_solver_demos' / 'launch'
+#: Launch files by package: the ``ros2 launch <package> <file>`` a user types.
+LAUNCH_FILES = {'ik_solver': (LAUNCH_DIR, ('ik_solver.launch.py', 'servo.launch.py')),
+                'ik_solver_demos': (DEMOS_LAUNCH_DIR, ('demo.launch.py', 'servo.launch.py'))}
 SHARE = str(ROOT)
 NAMES = {name for name, _ in IK_LAUNCH_ARGUMENTS}
 PANDA_CONFIG = """
@@ -116,7 +124,7 @@ def test_robot_none_reads_the_topic_and_bad_combinations_are_refused():
 
 
 def declared(path):
-    """Names a launch file declares: DeclareLaunchArgument('name', ...), its ARGUMENTS table or IK_LAUNCH_ARGUMENTS."""
+    """Names a launch file declares: DeclareLaunchArgument('name', ...), its ARGUMENTS table, or a shared table."""
     tree = ast.parse(path.read_text())
     names = {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
              and getattr(node.func, 'id', '') == 'DeclareLaunchArgument' and node.args
@@ -124,24 +132,29 @@ def declared(path):
     for node in tree.body:  # ARGUMENTS = ((name, default, description), ...)
         if isinstance(node, ast.Assign) and [getattr(t, 'id', '') for t in node.targets] == ['ARGUMENTS']:
             names |= {row[0] for row in ast.literal_eval(node.value)}
-    uses_table = any(isinstance(node, ast.Name) and node.id == 'IK_LAUNCH_ARGUMENTS' for node in ast.walk(tree))
-    return names | (NAMES if uses_table else set())
+    tables = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    if 'IK_LAUNCH_ARGUMENTS' in tables:
+        names |= NAMES
+    if 'SERVO_LAUNCH_ARGUMENTS' in tables:
+        names |= {name for name, _, _ in SERVO_LAUNCH_ARGUMENTS}
+    return names
 
 
-def docstring_examples(name):
-    """Return the ``ros2 launch ik_solver <name> ...`` commands of a launch file's docstring as {argument: value}.
+def docstring_examples(name, package='ik_solver'):
+    """Return the ``ros2 launch <package> <name> ...`` commands of a launch file's docstring as {argument: value}.
 
     A line ending in a backslash goes on on the next one, and quotes are undone, as a shell does; a command
     ends at a closing double backtick (reST literal).
 
     Args:
-        name: file name in launch/, e.g. 'ik_solver.launch.py'.
+        name: file name in the package's launch folder, e.g. 'ik_solver.launch.py'.
+        package: 'ik_solver' (launch/) or 'ik_solver_demos' (ik_solver_demos/launch/).
 
     Returns:
         One dict per command, e.g. {'robot': 'ik6'}; {} for a command without arguments.
     """
-    text = ast.get_docstring(ast.parse((LAUNCH_DIR / name).read_text())).replace('\\\n', ' ')
-    command = f'ros2 launch ik_solver {name}'
+    text = ast.get_docstring(ast.parse((LAUNCH_FILES[package][0] / name).read_text())).replace('\\\n', ' ')
+    command = f'ros2 launch {package} {name}'
     examples = []
     for line in text.splitlines():
         if command in line:
@@ -153,16 +166,32 @@ def docstring_examples(name):
 def test_launch_files_declare_their_arguments():
     assert {'robot', 'urdf_file', 'config', 'xacro_args', 'namespace', 'rviz', 'joint_states_topic'} <= \
         declared(LAUNCH_DIR / 'ik_solver.launch.py')
-    assert {'kinematic', 'output_dir', 'start_robot_state_publisher', 'rviz'} <= declared(LAUNCH_DIR / 'demo.launch.py')
+    assert {'kinematic', 'output_dir', 'start_robot_state_publisher', 'rviz'} <= \
+        declared(DEMOS_LAUNCH_DIR / 'demo.launch.py')
+    servo = {name for name, _, _ in SERVO_LAUNCH_ARGUMENTS}
+    assert declared(LAUNCH_DIR / 'servo.launch.py') == declared(DEMOS_LAUNCH_DIR / 'servo.launch.py') == servo
 
 
 def test_docstring_examples_give_only_declared_arguments():
     """A misspelt argument in an example is silently ignored by ros2 launch: the user never learns."""
-    for name in ('ik_solver.launch.py', 'demo.launch.py', 'servo.launch.py'):
-        examples = docstring_examples(name)
-        assert examples, name
-        for example in examples:
-            assert set(example) <= declared(LAUNCH_DIR / name), (name, example)
+    for package, (folder, names) in LAUNCH_FILES.items():
+        for name in names:
+            examples = docstring_examples(name, package)
+            assert examples, (package, name)
+            for example in examples:
+                assert set(example) <= declared(folder / name), (package, name, example)
+
+
+def test_runtime_launch_files_start_no_simulator():
+    """The runtime's launch files name no program of ik_solver_demos: a user with only ik_solver can run them."""
+    for path in sorted(LAUNCH_DIR.glob('*.launch.py')):
+        text = path.read_text()
+        tree = ast.parse(text)
+        strings = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
+        assert not strings & {'sim_arm_node', 'ik_demo', 'ik_solver_demos'}, path.name
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert not [m for m in imported if m.split('.')[0] == 'ik_solver_demos'], path.name
+    assert sorted(p.name for p in DEMOS_LAUNCH_DIR.glob('*.launch.py')) == sorted(LAUNCH_FILES['ik_solver_demos'][1])
 
 
 def test_docstring_examples_on_a_bundled_arm_name_links_the_arm_has():
@@ -183,14 +212,14 @@ def test_docstring_examples_on_a_bundled_arm_name_links_the_arm_has():
 
 # -- with launch and launch_ros (a ROS 2 install; not on PyPI) ----------------------------------------------------
 
-def launch_entities(name, arguments):
+def launch_entities(name, arguments, folder=LAUNCH_DIR):
     """Run a launch file's description in a LaunchContext with ``arguments``; return the actions it makes."""
     from launch import LaunchContext
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
     from launch.launch_description_sources import PythonLaunchDescriptionSource
     context = LaunchContext()
     context.launch_configurations.update(arguments)
-    description = PythonLaunchDescriptionSource(str(LAUNCH_DIR / name)).get_launch_description(context)
+    description = PythonLaunchDescriptionSource(str(folder / name)).get_launch_description(context)
     entities = []
     for entity in description.entities:
         if isinstance(entity, DeclareLaunchArgument):
@@ -231,15 +260,15 @@ def test_precedence_through_launch_ros(panda_config, tmp_path):
 def test_launch_files_describe_without_errors():
     pytest.importorskip('launch_ros', reason='launch_ros is not installed (not on PyPI); needs a ROS 2 install')
     from launch.actions import RegisterEventHandler
-    for name in ('ik_solver.launch.py', 'demo.launch.py', 'servo.launch.py'):
-        _, entities = launch_entities(name, {})
-        assert any(isinstance(e, RegisterEventHandler) for e in entities), name  # one exit stops all
+    for folder, names in LAUNCH_FILES.values():
+        for name in names:
+            _, entities = launch_entities(name, {}, folder)
+            assert any(isinstance(e, RegisterEventHandler) for e in entities), name  # one exit stops all
     assert stop_all_on_exit([]) is not None
 
 
 def test_missing_robot_state_publisher_or_rviz_starts_nothing_unwanted():
     pytest.importorskip('launch_ros', reason='launch_ros is not installed (not on PyPI); needs a ROS 2 install')
-    from ik_solver.tools.resources import package_available
     from launch.actions import LogInfo
     if package_available('robot_state_publisher') or package_available('rviz2'):
         pytest.skip('robot_state_publisher or rviz2 is installed here')
@@ -257,7 +286,6 @@ def test_missing_robot_state_publisher_or_rviz_starts_nothing_unwanted():
 def test_servo_takes_the_same_robot_state_publisher_choices():
     """auto, true and false, as ik_solver.launch.py and demo.launch.py: 'auto' was a launch error here."""
     pytest.importorskip('launch_ros', reason='launch_ros is not installed (not on PyPI); needs a ROS 2 install')
-    from ik_solver.tools.resources import package_available
     from launch.actions import GroupAction
     from launch_ros.actions import Node
     if package_available('robot_state_publisher'):
@@ -265,13 +293,30 @@ def test_servo_takes_the_same_robot_state_publisher_choices():
     for value in ('auto', 'false'):
         _, entities = launch_entities('servo.launch.py', {'start_robot_state_publisher': value})
         nodes = [a for g in entities if isinstance(g, GroupAction) for a in g.get_sub_entities() if isinstance(a, Node)]
-        assert [n.node_executable for n in nodes] == ['sim_arm_node', 'ik_servo_node'], value  # sim: its condition
+        assert [n.node_executable for n in nodes] == ['ik_servo_node'], value
     with pytest.raises(RuntimeError, match='start_robot_state_publisher:=true'):
         launch_entities('servo.launch.py', {'start_robot_state_publisher': 'true'})  # before any process
 
 
+def test_demos_servo_launch_adds_the_simulator_to_the_runtime_servo():
+    """ik_solver_demos' servo.launch.py: ik_solver's servo.launch.py, every argument passed on, and sim_arm_node."""
+    pytest.importorskip('launch_ros', reason='launch_ros is not installed (not on PyPI); needs a ROS 2 install')
+    from launch.actions import GroupAction, IncludeLaunchDescription
+    from launch.utilities import perform_substitutions
+    from launch_ros.actions import Node
+    context, entities = launch_entities('servo.launch.py', {'namespace': 'left'}, DEMOS_LAUNCH_DIR)
+    nodes = [a for g in entities if isinstance(g, GroupAction) for a in g.get_sub_entities() if isinstance(a, Node)]
+    assert [(n.node_package, n.node_executable) for n in nodes] == [('ik_solver_demos', 'sim_arm_node')]
+    include = next(e for e in entities if isinstance(e, IncludeLaunchDescription))
+    source = include.launch_description_source
+    source.get_launch_description(context)  # expands its location: ik_solver's installed servo.launch.py
+    assert source.location.endswith('/share/ik_solver/launch/servo.launch.py'), source.location
+    passed = {perform_substitutions(context, name) for name, _ in include.launch_arguments}
+    assert passed == {name for name, _, _ in SERVO_LAUNCH_ARGUMENTS}
+
+
 def test_private_ros_domain_unless_the_user_set_one():
-    from ik_solver.tools.resources import private_ros_domain, PRIVATE_DOMAINS
+    from ik_solver_demos.tools.resources import private_ros_domain, PRIVATE_DOMAINS
     mine = {'ROS_DOMAIN_ID': '42'}
     assert private_ros_domain(mine) == ('42', False) and mine == {'ROS_DOMAIN_ID': '42'}
     fresh = {}

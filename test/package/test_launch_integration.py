@@ -12,7 +12,7 @@ import pytest
 launch_testing = pytest.importorskip('launch_testing', reason='launch_testing is not installed (not on PyPI)')
 pytest.importorskip('launch_ros', reason='launch_ros is not installed (not on PyPI)')
 
-from ik_solver.tools.resources import private_ros_domain  # noqa: E402, I100
+from ik_solver_demos.tools.resources import private_ros_domain  # noqa: E402, I100
 from ik_solver_interfaces.srv import SolveIK  # noqa: E402
 import launch  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402

@@ -4,7 +4,7 @@ import pathlib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PATHS = [str(ROOT / p) for p in ('ik_solver', 'test', 'launch', 'setup.py')]
+PATHS = [str(ROOT / p) for p in ('ik_solver', 'test', 'launch', 'setup.py', 'ik_solver_demos')]
 
 
 @pytest.mark.flake8

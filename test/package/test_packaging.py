@@ -1,10 +1,10 @@
-"""package.xml declares what the code imports, rosdep finds both packages, versions are written once.
+"""Each package.xml declares what its code imports, rosdep finds the three packages, versions are written once.
 
 rosdep finds packages as catkin_pkg's ``find_packages`` does: it walks each
 ``--from-paths`` folder and stops descending at the first package.xml, so the
-interface package nested in this repository is only found when its folder is
-named too.  The test lays out a workspace as the README's own commands do and
-asks catkin_pkg which packages rosdep would see.
+interface and demos packages nested in this repository are only found when
+their folders are named too.  The test lays out a workspace as the README's own
+commands do and asks catkin_pkg which packages rosdep would see.
 """
 import ast
 import pathlib
@@ -41,19 +41,20 @@ MODULE_KEYS = {
 #: Imported but declared by no rosdep key: rosdep cannot provide them (the README says to pip install them).
 UNDECLARED = {
     'ruckig': "motion/timing.py; ROS's ruckig package is the C++ library, without the Python module",
-    'mujoco': 'the simulated arm and the demos only; its -pip key would make rosdep run pip (refused on Ubuntu)',
+    'mujoco': "ik_solver_demos' simulated arm only; its -pip key would make rosdep run pip (refused on Ubuntu)",
     'pytest_rerunfailures': 'reruns process-graph tests once; no rosdep key exists (conftest runs without it)',
-    'roboticstoolbox': 'tools/bench.py compares with it where installed (guarded)',
+    'roboticstoolbox': 'ik_solver_demos/tools/bench.py compares with it where installed (guarded)',
 }
-#: Imported by the demos' figures only: a test_depend (the figure tests), not a run dependency of the node.
-DEMO_ONLY = {'matplotlib'}
 #: Declared but used without an import statement.
 USED_WITHOUT_IMPORT = {
     'xacro': 'core/urdf.py runs it in a child process; the launch files call the xacro executable',
     'robot_state_publisher': 'started by the launch files where installed',
     'python3-scipy': "numba's np.dot and np.linalg in the kernels call BLAS and LAPACK through scipy",
 }
-LOCAL = {'ik_solver', 'ros_fixtures', 'conftest'}
+#: This repository's own modules.  ik_solver_demos is imported by the tests from the same workspace: it cannot
+#: be a test_depend of ik_solver, since it depends on ik_solver and colcon refuses a dependency cycle.
+LOCAL = {'ik_solver', 'ik_solver_demos', 'ros_fixtures', 'conftest'}
+DEMOS = 'ik_solver_demos'
 
 
 def imported_modules(*folders):
@@ -75,8 +76,8 @@ def imported_modules(*folders):
     return {m for m in modules if m not in sys.stdlib_module_names and m not in LOCAL}
 
 
-def declared(*kinds):
-    package = parse_package(str(ROOT / 'package.xml'))
+def declared(*kinds, package_xml='package.xml'):
+    package = parse_package(str(ROOT / package_xml))
     return {d.name for kind in kinds for d in getattr(package, kind)}
 
 
@@ -87,7 +88,7 @@ def test_every_import_is_declared():
     code = imported_modules('ik_solver', 'launch')
     unknown = sorted(code - set(MODULE_KEYS) - set(UNDECLARED))
     assert not unknown, f'imported but not mapped to a rosdep key here (and declared in package.xml): {unknown}'
-    missing = sorted({MODULE_KEYS[m] for m in code - DEMO_ONLY if m in MODULE_KEYS} - declared(*RUN_KINDS))
+    missing = sorted({MODULE_KEYS[m] for m in code if m in MODULE_KEYS} - declared(*RUN_KINDS))
     assert not missing, f'imported but not an exec_depend: {missing}'
     tests = imported_modules('test')
     unknown = sorted(tests - set(MODULE_KEYS) - set(UNDECLARED))
@@ -97,7 +98,7 @@ def test_every_import_is_declared():
 
 
 def test_every_declaration_is_used():
-    used = {MODULE_KEYS[m] for m in imported_modules('ik_solver', 'launch') - DEMO_ONLY if m in MODULE_KEYS}
+    used = {MODULE_KEYS[m] for m in imported_modules('ik_solver', 'launch') if m in MODULE_KEYS}
     unused = sorted(declared(*RUN_KINDS) - used - set(USED_WITHOUT_IMPORT))
     assert not unused, f'declared in package.xml but never imported: {unused}'
     test_used = {MODULE_KEYS[m] for m in imported_modules('test') if m in MODULE_KEYS}
@@ -107,6 +108,27 @@ def test_every_declaration_is_used():
 
 def test_tf2_is_declared_as_the_python_package():
     assert 'tf2_ros_py' in declared(*RUN_KINDS) and 'tf2_ros' not in declared(*RUN_KINDS)
+
+
+def test_demos_package_declares_what_it_imports_and_nothing_else():
+    """ik_solver_demos/package.xml: each import of its code a run dependency (ik_solver too), each one used."""
+    code = imported_modules(f'{DEMOS}/{DEMOS}', f'{DEMOS}/launch')  # the code, not its setup.py
+    unknown = sorted(code - set(MODULE_KEYS) - set(UNDECLARED))
+    assert not unknown, f'ik_solver_demos imports modules mapped to no rosdep key: {unknown}'
+    demos = declared(*RUN_KINDS, package_xml=f'{DEMOS}/package.xml')
+    needed = {MODULE_KEYS[m] for m in code if m in MODULE_KEYS} | {'ik_solver'}
+    assert needed - demos == set(), f'ik_solver_demos imports, its package.xml does not declare: {needed - demos}'
+    unused = sorted(demos - needed - set(USED_WITHOUT_IMPORT))
+    assert not unused, f'declared in ik_solver_demos/package.xml but never imported: {unused}'
+    assert not declared('test_depends', package_xml=f'{DEMOS}/package.xml'), 'its tests are in test/ of ik_solver'
+
+
+def test_runtime_depends_on_nothing_of_the_demos():
+    """A user who only wants IK installs neither the demos package nor MuJoCo nor matplotlib."""
+    everything = declared(*RUN_KINDS, 'test_depends')
+    assert DEMOS not in everything, 'a dependency of ik_solver on ik_solver_demos is a cycle colcon refuses'
+    assert not {'python3-matplotlib', 'mujoco'} & declared(*RUN_KINDS), "the demos' dependencies, not the node's"
+    assert not (ROOT / 'ik_solver' / 'sim').exists() and not (ROOT / 'ik_solver' / 'tools').exists()
 
 
 def readme_rosdep_paths():
@@ -127,7 +149,7 @@ def readme_rosdep_paths():
 def workspace(tmp_path):
     """Lay out a workspace as the README says (clone into src/ik_solver): package.xml files only."""
     clone = tmp_path / 'ws' / 'src' / 'ik_solver'
-    for relative in ('package.xml', 'ik_solver_interfaces/package.xml'):
+    for relative in ('package.xml', 'ik_solver_interfaces/package.xml', f'{DEMOS}/package.xml'):
         (clone / relative).parent.mkdir(parents=True, exist_ok=True)
         (clone / relative).write_text((ROOT / relative).read_text())
     return tmp_path / 'ws'
@@ -151,8 +173,9 @@ def test_readme_rosdep_command_finds_both_packages(tmp_path):
     assert cwd in ('~/ws', '.'), cwd
     found = found_packages(ws, paths)
     # With --ignore-src the packages found there are sources, so ik_solver's dependency on
-    # ik_solver_interfaces is not looked up as a rosdep key ("Cannot locate rosdep definition").
-    assert found == {'ik_solver', 'ik_solver_interfaces'}, f'rosdep --from-paths {" ".join(paths)} finds {found}'
+    # ik_solver_interfaces (and the demos' on ik_solver) is not looked up as a rosdep key
+    # ("Cannot locate rosdep definition").
+    assert found == {'ik_solver', 'ik_solver_interfaces', DEMOS}, f'rosdep --from-paths {" ".join(paths)} finds {found}'
 
 
 def package_version(relative):
@@ -162,12 +185,13 @@ def package_version(relative):
 def test_version_is_written_once_in_package_xml():
     """setup.py reads package.xml; pyproject.toml leaves the version to it; the packages and changelog agree."""
     version = package_version('package.xml')
-    assert package_version('ik_solver_interfaces/package.xml') == version
-    project = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']
-    assert 'version' not in project and 'version' in project['dynamic']
-    out = subprocess.run([sys.executable, 'setup.py', '--version'], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout.split()
-    assert out[-1] == version, out
+    assert package_version('ik_solver_interfaces/package.xml') == package_version(f'{DEMOS}/package.xml') == version
+    for folder in (ROOT, ROOT / DEMOS):
+        project = tomllib.loads((folder / 'pyproject.toml').read_text())['project']
+        assert 'version' not in project and 'version' in project['dynamic']
+        out = subprocess.run([sys.executable, 'setup.py', '--version'], cwd=folder, capture_output=True, text=True,
+                             check=True).stdout.split()
+        assert out[-1] == version, (folder, out)
     assert re.search(rf'^{re.escape(version)} \(', (ROOT / 'CHANGELOG.rst').read_text(), re.M)
 
 
@@ -177,10 +201,12 @@ def requirement_names(lines):
 
 
 def test_set_up_installs_what_pyproject_declares():
-    """The set-up's run-time list is pyproject's dependencies and extras; its test list is the test extra."""
+    """The set-up's run-time list is both pyprojects' dependencies and extras; its test list is the test extra."""
     project = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']
     extras = project['optional-dependencies']
-    run_time = project['dependencies'] + [r for name in ('motion', 'collision', 'sim') for r in extras[name]]
+    demos = tomllib.loads((ROOT / DEMOS / 'pyproject.toml').read_text())['project']['dependencies']
+    run_time = project['dependencies'] + [r for name in ('motion', 'collision') for r in extras[name]]
+    run_time += [r for r in demos if not r.startswith('ik_solver')]  # ik_solver itself: the colcon build
     scripts = ROOT / 'scripts'
     assert requirement_names((scripts / 'requirements.txt').read_text().splitlines()) == requirement_names(run_time)
     test_list = (scripts / 'requirements-test.txt').read_text().splitlines()

@@ -2,8 +2,10 @@
 
 The package is installed from a copy of the checkout (pip builds in the source folder, which must stay
 clean for colcon) into a new venv that sees none of the ROS venv's packages, so an undeclared
-dependency fails the import, and the example of docs/python_api.md is run as written.
+dependency fails the import, and the example of docs/python_api.md is run as written.  The runtime
+holds nothing of the simulator, demos and tools: they are ``pip install ./ik_solver_demos``.
 """
+import os
 import pathlib
 import re
 import shutil
@@ -23,9 +25,13 @@ PIP_NOISE = 'is ignored: it is neither a file nor a directory'
 def run(command, cwd, timeout):
     """Run ``command`` and return its standard output; fail with its output when it fails.
 
-    pip's warnings about index folders that do not exist are left out of the failure message.
+    Without PYTHONPATH: a sourced ROS workspace puts its install space there, ahead of the fresh venv's
+    packages, and the venv would import that copy instead of what pip installed.  pip's warnings about
+    index folders that do not exist are left out of the failure message.
     """
-    done = subprocess.run([str(c) for c in command], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    env = {name: value for name, value in os.environ.items() if name != 'PYTHONPATH'}
+    done = subprocess.run([str(c) for c in command], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=env)
     output = '\n'.join(line for line in (done.stdout + done.stderr).splitlines() if PIP_NOISE not in line)
     assert done.returncode == 0, f'{" ".join(map(str, command))} failed:\n{output[-4000:]}'
     return done.stdout
@@ -57,8 +63,44 @@ def test_installs_the_core_dependencies_and_declares_the_extras(installed):
     names = {re.split(r'[<>=!~;\[ ]', r, maxsplit=1)[0].lower(): r for r in requires}
     core = {name for name, requirement in names.items() if 'extra ==' not in requirement}
     assert {'numpy', 'numba', 'scipy', 'urdfdom-py', 'xacro', 'pyyaml'} <= core
-    for extra, package in (('motion', 'ruckig'), ('collision', 'pin'), ('sim', 'mujoco'), ('sim', 'matplotlib')):
+    for extra, package in (('motion', 'ruckig'), ('collision', 'pin')):
         assert f'extra == "{extra}"' in names[package], names[package]
+    assert not {'mujoco', 'matplotlib'} & set(names), "the demos' dependencies are not the runtime's"
+
+
+def test_runtime_wheel_holds_no_simulator_demos_or_tools(installed):
+    python, checkout = installed
+    probe = ('import importlib.metadata as m, importlib.util as u\n'
+             'for name in ("ik_solver.sim", "ik_solver.tools", "ik_solver.servo_demo", "ik_solver_demos"):\n'
+             '    print(name, u.find_spec(name) is not None)\n'
+             'files = [str(f) for f in m.files("ik_solver")]\n'
+             'print("files", len(files), sum(f.startswith(("ik_solver/sim/", "ik_solver/tools/")) for f in files))\n'
+             'print("scripts", *sorted(e.name for e in m.entry_points(group="console_scripts")))\n')
+    lines = run([python, '-c', probe], checkout.parent, 60).splitlines()  # not a source tree: the wheel
+    assert lines[:4] == [f'{name} False' for name in ('ik_solver.sim', 'ik_solver.tools', 'ik_solver.servo_demo',
+                                                      'ik_solver_demos')], lines
+    _, count, demos = lines[4].split()
+    assert int(count) > 50 and demos == '0', lines[4]
+    scripts = set(lines[5].split()[1:])
+    assert {'ik_solver_node', 'ik_servo_node'} <= scripts and not {'sim_arm_node', 'ik_demo', 'ik_bench'} & scripts
+
+
+def test_demos_package_installs_on_the_runtime(installed):
+    """``pip install ./ik_solver_demos`` (no dependencies fetched here): its modules, scripts and requirements."""
+    python, checkout = installed
+    run([python, '-m', 'pip', 'install', '--quiet', '--no-deps', '--no-build-isolation', checkout / 'ik_solver_demos'],
+        checkout, 600)
+    probe = ('import importlib.metadata as m, importlib.util as u\n'
+             'modules = ("ik_solver_demos.sim.physics", "ik_solver_demos.tools.demo")\n'
+             'print(*(u.find_spec(n) is not None for n in modules))\n'
+             'names = (r.split(";")[0].split("[")[0].strip() for r in m.requires("ik_solver_demos"))\n'
+             'print(*sorted(name.replace("-", "_") for name in names))\n'
+             'scripts = m.entry_points(group="console_scripts")\n'
+             'print(*sorted(e.name for e in scripts if e.value.startswith("ik_solver_demos")))\n')
+    found, requires, scripts = run([python, '-c', probe], checkout.parent, 60).splitlines()
+    assert found == 'True True', found
+    assert {'ik_solver', 'mujoco', 'matplotlib'} <= set(requires.split()), requires
+    assert {'sim_arm_node', 'ik_demo', 'ik_servo_demo', 'ik_bench'} <= set(scripts.split()), scripts
 
 
 def test_documented_python_example_runs_as_written(installed):

@@ -1,4 +1,4 @@
-"""Every rosdep key of both package.xml files is one this list knows: where rosdep finds it, and why.
+"""Every rosdep key of the three package.xml files is one this list knows: where rosdep finds it, and why.
 
 Each key below was looked up in rosdistro: ``rosdep/base.yaml`` and ``rosdep/python.yaml`` for system
 packages (Ubuntu rule without a release exception), ``jazzy/distribution.yaml`` and
@@ -13,14 +13,14 @@ import pytest
 parse_package = pytest.importorskip('catkin_pkg.package', reason='catkin_pkg is not installed').parse_package
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PACKAGE_XMLS = ('package.xml', 'ik_solver_interfaces/package.xml')
+PACKAGE_XMLS = ('package.xml', 'ik_solver_interfaces/package.xml', 'ik_solver_demos/package.xml')
 
 ROS = 'released for jazzy and kilted'
 PYTHON = 'rosdep/python.yaml'
 HERE = 'this repository'
 
-#: key -> (where rosdep resolves it, role, why the package needs it).  Roles: run (the nodes and the
-#: library), build (the interface package's build), test (only the test suite).
+#: key -> (where rosdep resolves it, role, why a package needs it).  Roles: run (the nodes, the library and
+#: the demos), build (the interface package's build), test (only the test suite).
 KEYS = {
     'rclpy': (ROS, 'run', 'the nodes'),
     'ament_index_python': (ROS, 'run', 'finds the bundled URDFs and configs in the install space'),
@@ -37,6 +37,7 @@ KEYS = {
     'moveit_msgs': (ROS, 'run', "MoveIt's GetPositionIK service (skipped where absent)"),
     'tf2_ros_py': (ROS, 'run', 'target frames other than the robot links (the Python tf2_ros)'),
     'ik_solver_interfaces': (HERE, 'run', 'SolveIK, PlanPath, ComputeFK, SolveStatus, ServoStatus'),
+    'ik_solver': (HERE, 'run', 'the library and nodes the demos, simulator and benchmarks of ik_solver_demos run'),
     'python3-numpy': (PYTHON, 'run', 'all the maths'),
     'python3-numba': (PYTHON, 'run', 'the compiled solver kernels'),
     'python3-scipy': (PYTHON, 'run', "numba's np.dot and np.linalg call BLAS and LAPACK through scipy"),
@@ -56,7 +57,7 @@ KEYS = {
     'python3-pytest': (PYTHON, 'test', 'the test runner'),
     'python3-hypothesis': (PYTHON, 'test', 'property tests of the solver, loader and motion timing'),
     'python3-catkin-pkg': (PYTHON, 'test', 'the packaging tests read package.xml as rosdep does'),
-    'python3-matplotlib': (PYTHON, 'test', 'the figure tests (the demos draw with it; not needed by the node)'),
+    'python3-matplotlib': (PYTHON, 'run', "ik_solver_demos' figures (a test_depend of ik_solver: the figure tests)"),
     'launch_testing': (ROS, 'test', 'the launch-file integration tests'),
 }
 
@@ -78,7 +79,7 @@ ALL_KINDS = ('build_depends', 'buildtool_depends', 'build_export_depends', 'buil
 
 
 def declared():
-    """Return {(package.xml path, dependency kind, key)} of both package.xml files."""
+    """Return {(package.xml path, dependency kind, key)} of every package.xml."""
     found = set()
     for relative in PACKAGE_XMLS:
         package = parse_package(str(ROOT / relative))

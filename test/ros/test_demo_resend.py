@@ -6,7 +6,7 @@ reason (an unreachable target must stay refused).
 """
 from types import SimpleNamespace
 
-from ik_solver.tools.demo import Demo
+from ik_solver_demos.tools.demo import Demo
 import pytest
 
 

@@ -8,11 +8,11 @@ import json
 import threading
 from types import SimpleNamespace
 
-from ik_solver.sim import sim_arm_node
-from ik_solver.sim.controllers import Violation
-from ik_solver.tools import servo_demo
-from ik_solver.tools.demo import Demo
-from ik_solver.tools.observer import simulation_failures, simulator_complaints
+from ik_solver_demos.sim import sim_arm_node
+from ik_solver_demos.sim.controllers import Violation
+from ik_solver_demos.tools import servo_demo
+from ik_solver_demos.tools.demo import Demo
+from ik_solver_demos.tools.observer import simulation_failures, simulator_complaints
 import pytest
 
 LAG_LINE = ('[WARN] [1764590000.123456789] [sim_arm]: the physics fell 6.52 s behind the clock and skipped ahead: '

@@ -97,7 +97,7 @@ for action, argument in request['actions']:
     report['steps'].append({'action': action, 'answer': answer, 'calls': list(calls),
                             'modules': sorted(m for m in ('pinocchio', 'coal') if m in sys.modules)})
 report['modules'] = sorted(m for m in sys.modules if m in ('pinocchio', 'coal', 'matplotlib', 'mujoco')
-                           or m.startswith(('ik_solver.sim', 'ik_solver.tools')))
+                           or m.startswith('ik_solver_demos'))
 node.model_source.close()
 node.destroy_node()
 rclpy.try_shutdown()

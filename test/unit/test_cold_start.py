@@ -30,7 +30,7 @@ from ik_solver.core import kernel_cache
 
 _FIRST_SOLVE = _PRELUDE + r"""
 from ik_solver import IKSolver, load_chain
-from ik_solver.tools.resources import arm_files
+from ik_solver_demos.tools.resources import arm_files
 chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
 rng = np.random.default_rng(5)
 results = []

@@ -4,7 +4,7 @@ import pathlib
 from ik_solver.collision import CollisionModel
 from ik_solver.collision.matrix import compute_matrix
 from ik_solver.collision.srdf import load_srdf
-from ik_solver.tools import collision_matrix
+from ik_solver_demos.tools import collision_matrix
 import numpy as np
 import pytest
 

@@ -13,7 +13,7 @@ BAND = 0.002
 
 def test_world_collisions_agree_with_mujoco_contacts():
     pytest.importorskip('mujoco', reason='mujoco is not installed')
-    from ik_solver.sim.physics import ArmSimulation
+    from ik_solver_demos.sim.physics import ArmSimulation
     obstacles = load_scene(str(ROOT / 'config' / 'ik7_scene.yaml'))
     model = CollisionModel(IK7, 'base_link', 'tool0')
     model.set_obstacles(obstacles)

@@ -1,5 +1,5 @@
 """The method comparison: near a singularity pinv asks for huge steps, DLS stays bounded; the figure is written."""
-from ik_solver.tools import compare_methods
+from ik_solver_demos.tools import compare_methods
 import numpy as np
 import pytest
 

@@ -5,7 +5,7 @@ from ik_solver.core import interpreted, kernel_cache
 from ik_solver.core.chain import load_chain
 from ik_solver.core.nullspace import NullspaceGoals
 from ik_solver.core.solver import IKSolver
-from ik_solver.tools.resources import arm_files
+from ik_solver_demos.tools.resources import arm_files
 import numpy as np
 import pytest
 

@@ -15,7 +15,7 @@ from ik_solver.motion.guard import check_trajectory
 from ik_solver.motion.limits import JointLimits, MotionState
 from ik_solver.motion.start_state import StateError
 from ik_solver.motion.timing import plan_move
-from ik_solver.sim.controllers import LimitMonitor, TrajectoryController
+from ik_solver_demos.sim.controllers import LimitMonitor, TrajectoryController
 import numpy as np
 import pytest
 

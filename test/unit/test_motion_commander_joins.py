@@ -11,7 +11,7 @@ join may velocity, acceleration or jerk leave them.
 from ik_solver.motion.command_history import CommandHistory
 from ik_solver.motion.commander import Commander, CommanderSettings, StateSources
 from ik_solver.motion.limits import JointLimits, MotionState
-from ik_solver.tools.soak import Limits, TrajectoryCheck
+from ik_solver_demos.tools.soak import Limits, TrajectoryCheck
 import numpy as np
 import pytest
 

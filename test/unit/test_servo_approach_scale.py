@@ -14,7 +14,7 @@ from ik_solver.core.chain import load_chain
 from ik_solver.motion.limits import JointLimits, MotionState
 from ik_solver.motion.servo import JointJogCommand, Servo, ServoSettings, Status, TwistCommand
 from ik_solver.motion.servo_collision import approach_scale, BRAKING_FRACTION, STOP_MARGIN
-from ik_solver.tools.resources import arm_files
+from ik_solver_demos.tools.resources import arm_files
 import numpy as np
 import pytest
 

@@ -10,7 +10,7 @@ carried distance is held to the k-th largest exact distance (implied by each
 bound being below its own pair's distance).
 """
 from ik_solver.collision.proximity import Proximity
-from ik_solver.tools import servo_collision_campaign as campaign
+from ik_solver_demos.tools import servo_collision_campaign as campaign
 import numpy as np
 import pytest
 

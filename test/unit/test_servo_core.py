@@ -7,7 +7,7 @@ from ik_solver.core.transforms import make_pose, rotation_vector
 from ik_solver.motion.limits import JointLimits, MotionState
 from ik_solver.motion.servo import (FOLLOW_TIME, JointJogCommand, PoseCommand, Servo, ServoSettings, Status,
                                     TwistCommand)
-from ik_solver.tools.resources import arm_files
+from ik_solver_demos.tools.resources import arm_files
 import numpy as np
 import pytest
 

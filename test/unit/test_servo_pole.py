@@ -7,7 +7,7 @@ from ik_solver.core.chain import load_chain
 from ik_solver.core.nullspace import NullspaceGoals
 from ik_solver.motion.limits import JointLimits, MotionState
 from ik_solver.motion.servo import Servo, ServoSettings, TwistCommand
-from ik_solver.tools.resources import arm_files
+from ik_solver_demos.tools.resources import arm_files
 import numpy as np
 import pytest
 

@@ -5,12 +5,12 @@ from ik_solver.collision.scene import make_obstacle
 from ik_solver.motion import jtc
 from ik_solver.motion.limits import JointLimits, MotionState
 from ik_solver.motion.timing import plan_move
-from ik_solver.sim.controllers import ends_in_the_past, ForwardController, LimitMonitor, TrajectoryController
+from ik_solver_demos.sim.controllers import ends_in_the_past, ForwardController, LimitMonitor, TrajectoryController
 import numpy as np
 import pytest
 
 pytest.importorskip('mujoco', reason='mujoco is not installed')
-from ik_solver.sim.physics import ArmSimulation  # noqa: E402, I100
+from ik_solver_demos.sim.physics import ArmSimulation  # noqa: E402, I100
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 #: Touches the ik7 table below (tip at about x 0.83, z 0.24).
@@ -353,7 +353,7 @@ def test_world_objects_need_a_known_fixed_frame():
 
 def test_controller_state_is_filled_as_the_controller_does():
     rclpy = pytest.importorskip('trajectory_msgs.msg', reason='ROS messages are not installed')  # noqa: F841
-    from ik_solver.sim.sim_arm_node import fill_controller_state
+    from ik_solver_demos.sim.sim_arm_node import fill_controller_state
     msg = SimpleNamespace(header=SimpleNamespace(stamp=None))  # control_msgs is not on PyPI: a stand-in
     q_ref, v_ref, a_ref = np.array([0.5, 0.1]), np.array([0.2, 0.0]), np.array([1.0, -1.0])
     q, v = np.array([0.45, 0.1]), np.array([0.25, 0.0])

@@ -5,7 +5,7 @@ from ik_solver.core import kinematics as kin
 from ik_solver.core.chain import load_chain
 from ik_solver.core.nullspace import manipulability, manipulability_gradient, NullspaceGoals
 from ik_solver.core.solver import IKSolver
-from ik_solver.tools.bench import robot_sources
+from ik_solver_demos.tools.bench import robot_sources
 import numpy as np
 import pytest
 

@@ -4,7 +4,7 @@ Invariant: for any target, seed and per-call options, ``IKSolver.solve`` either 
 input) or returns an IKResult whose joints are finite and within the limits, whose reason is one of the
 documented ones and agrees with ``success``, and which arrives within its timeout plus one iteration.
 The timing margin is generous (a hang guard on a shared CI machine); the kernel's own clock check is
-measured by ``python -m ik_solver.tools.bench --overrun``.
+measured by ``python -m ik_solver_demos.tools.bench --overrun``.
 """
 import time
 

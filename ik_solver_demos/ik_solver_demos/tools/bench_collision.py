@@ -10,20 +10,20 @@ collide according to an independent model (a second instance: exact meshes,
 padding 0, the SRDF), and how often the plain solver returns a colliding
 solution on the same targets.
 
-    python -m ik_solver.tools.bench_collision            # N = 1000
-    python -m ik_solver.tools.bench_collision -n 200 --convex --padding 0.01
+    python -m ik_solver_demos.tools.bench_collision            # N = 1000
+    python -m ik_solver_demos.tools.bench_collision -n 200 --convex --padding 0.01
 """
 import argparse
 import os
 import sys
 import time
 
+from ik_solver.collision.model import CollisionModel
+from ik_solver.collision.scene import make_obstacle
+from ik_solver.core.solver import IKSolver
 import numpy as np
 
 from .bench import passes_check, robot_sources
-from ..collision.model import CollisionModel
-from ..collision.scene import make_obstacle
-from ..core.solver import IKSolver
 
 #: A table top under the arm (its top at the base plane) and three boxes within reach (base frame, metres).
 SCENE = (

@@ -6,7 +6,7 @@ the status codes it met and writes a figure: commanded vs measured tip
 velocity, the Jacobian's condition number with the two thresholds, and the
 joint velocities with their limits.
 
-    python -m ik_solver.tools.servo_demo [--output servo_demo.png]
+    python -m ik_solver_demos.tools.servo_demo [--output servo_demo.png]
 
 ``ServoClient`` and ``start_servo`` are also what the servo's tests and
 benchmark use to drive the node.
@@ -14,12 +14,17 @@ benchmark use to drive the node.
 import argparse
 import json
 import logging
-import pathlib
 import tempfile
 import threading
 import time
 
 from geometry_msgs.msg import PoseStamped, TwistStamped
+from ik_solver.core.chain import load_chain
+from ik_solver.core.transforms import rotation_vector
+from ik_solver.motion.servo import jerk_limits, Status
+from ik_solver.ros.messages import matrix_to_pose, pose_to_matrix
+from ik_solver.ros.parameters import load_limits, move_limits
+from ik_solver.ros.servo_parameters import defaults, JOINT_STATE
 from ik_solver_interfaces.msg import ServoStatus
 import numpy as np
 import rclpy
@@ -33,12 +38,6 @@ import yaml
 from .launcher import flat_parameters, node_args, NodeProcess
 from .observer import simulation_failures, simulator_complaints
 from .resources import arm_files, share_path
-from ..core.chain import load_chain
-from ..core.transforms import rotation_vector
-from ..motion.servo import jerk_limits, Status
-from ..ros.messages import matrix_to_pose, pose_to_matrix
-from ..ros.parameters import load_limits, move_limits
-from ..ros.servo_parameters import defaults, JOINT_STATE
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 #: What a ServoClient records by default (each costs its executor time at the topic's rate).
@@ -46,11 +45,8 @@ RECORDED = ('joints', 'tips', 'statuses', 'commands', 'violations')
 
 
 def servo_config():
-    """Path of config/servo_ik7.yaml: installed, else in the source tree."""
-    path = pathlib.Path(share_path('config', 'servo_ik7.yaml'))
-    if not path.exists():
-        path = pathlib.Path(__file__).resolve().parents[2] / 'config' / 'servo_ik7.yaml'
-    return str(path)
+    """Path of ik_solver's config/servo_ik7.yaml: installed, else in the source tree."""
+    return share_path('config', 'servo_ik7.yaml')
 
 
 def servo_values():
@@ -382,7 +378,7 @@ def report(violations, sim_log, limit=20):
     """Print the simulator's complaints and the verdict; exit non-zero when the run cannot be trusted.
 
     SystemExit rather than a return code, so that every way of starting the demo (console script,
-    ``python -m ik_solver.servo_demo``, ``python -m ik_solver.tools.servo_demo``) exits with it.
+    ``python -m ik_solver_demos.servo_demo``, ``python -m ik_solver_demos.tools.servo_demo``) exits with it.
     """
     complaints = simulator_complaints(sim_log)
     if complaints:

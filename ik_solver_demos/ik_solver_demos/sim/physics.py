@@ -21,9 +21,8 @@ command exactly, and contacts are still detected.
 """
 import xml.etree.ElementTree as ET
 
+from ik_solver.core.urdf import IGNORED_ELEMENTS, load_robot_description
 import numpy as np
-
-from ..core.urdf import IGNORED_ELEMENTS, load_robot_description
 
 #: URDF collision shapes the simulator loads; anything else (meshes) is dropped.
 PRIMITIVES = ('box', 'cylinder', 'sphere')

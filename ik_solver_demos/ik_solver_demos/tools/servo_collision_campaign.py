@@ -11,22 +11,22 @@ servo's padding (states closer than it).  The same stream with
 ``check_collisions`` off is the control: it shows the stream does drive into
 things.  Printed too: the CPU time of a servo cycle with and without checking.
 
-    python -m ik_solver.tools.servo_collision_campaign [--robot ik7|panda] [--seconds 60]
+    python -m ik_solver_demos.tools.servo_collision_campaign [--robot ik7|panda] [--seconds 60]
 """
 import argparse
 import time
 
+from ik_solver.collision.model import CollisionModel
+from ik_solver.collision.proximity import Proximity
+from ik_solver.collision.scene import load_scene
+from ik_solver.core.chain import load_chain
+from ik_solver.motion.limits import JointLimits, load_joint_limits, MotionState
+from ik_solver.motion.servo import JointJogCommand, Servo, ServoSettings, Status, TwistCommand
 import numpy as np
 
 from .bench import robot_sources
 from .bench_collision import panda_files, scene as panda_scene
 from .resources import arm_files, share_path
-from ..collision.model import CollisionModel
-from ..collision.proximity import Proximity
-from ..collision.scene import load_scene
-from ..core.chain import load_chain
-from ..motion.limits import JointLimits, load_joint_limits, MotionState
-from ..motion.servo import JointJogCommand, Servo, ServoSettings, Status, TwistCommand
 
 PERIOD = 0.002
 PADDING = 0.01

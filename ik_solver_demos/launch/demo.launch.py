@@ -1,6 +1,6 @@
 """The demo with ROS 2 installed: simulated ik7 arm, ik_solver_node, targets (and robot_state_publisher, RViz).
 
-Example: ros2 launch ik_solver demo.launch.py kinematic:=false rviz:=true
+Example: ros2 launch ik_solver_demos demo.launch.py kinematic:=false rviz:=true
 
 - It runs on a private ROS domain (printed at start) unless you set ROS_DOMAIN_ID:
   a real robot on domain 0 never sees the demo's targets or trajectories.
@@ -10,8 +10,8 @@ Example: ros2 launch ik_solver demo.launch.py kinematic:=false rviz:=true
 """
 import os
 
-from ik_solver.tools.launcher import stop_all_on_exit
-from ik_solver.tools.resources import private_ros_domain
+from ik_solver.ros.launch_setup import stop_all_on_exit
+from ik_solver_demos.tools.resources import private_ros_domain
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, LogInfo, SetEnvironmentVariable
 from launch.launch_description_sources import PythonLaunchDescriptionSource
@@ -38,10 +38,10 @@ def generate_launch_description():
     urdf = PathJoinSubstitution([share, 'urdf', 'ik7.urdf.xacro'])
     config = PathJoinSubstitution([share, 'config', 'ik7.yaml'])
     description = ParameterValue(Command([FindExecutable(name='xacro'), ' ', urdf]), value_type=str)
-    sim = Node(package='ik_solver', executable='sim_arm_node', name='sim_arm', output='screen',
+    sim = Node(package='ik_solver_demos', executable='sim_arm_node', name='sim_arm', output='screen',
                parameters=[config, {'robot_description': description,
                                     'kinematic': LaunchConfiguration('kinematic')}])
-    demo = Node(package='ik_solver', executable='ik_demo', name='ik_demo', output='screen',
+    demo = Node(package='ik_solver_demos', executable='ik_demo', name='ik_demo', output='screen',
                 arguments=['--attach', '--output-dir', LaunchConfiguration('output_dir')])
     return LaunchDescription(private_domain_actions() + [
         DeclareLaunchArgument('kinematic', default_value='false', description='No physics: perfect tracking'),

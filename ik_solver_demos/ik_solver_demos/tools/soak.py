@@ -1,6 +1,6 @@
 """Soak: both nodes under random streams, lying state topics and CPU load, every command checked as executed.
 
-    python -m ik_solver.tools.soak --minutes 10 --load 2 [--seed 1] [--json result.json]
+    python -m ik_solver_demos.tools.soak --minutes 10 --load 2 [--seed 1] [--json result.json]
 
 Two lanes run side by side, each a process of its own on a private ROS domain of its own (two domains, so
 neither lane's lies reach the other's node):
@@ -442,7 +442,7 @@ class Lane:
     """One private domain: starts the simulator and the node, streams inputs, lies, records, then checks."""
 
     def __init__(self, kind, seed, log_dir):
-        from ..core.chain import load_chain
+        from ik_solver.core.chain import load_chain
         from .resources import arm_files, share_path
         self.kind = kind
         self.rng = np.random.default_rng(seed)
@@ -620,7 +620,7 @@ class Lane:
     def _first_solve(self, deadline):
         """Time the IK node's first ~/solve: from its process start to the service, and the call itself."""
         from ik_solver_interfaces.srv import SolveIK
-        from ..ros.messages import matrix_to_pose
+        from ik_solver.ros.messages import matrix_to_pose
         client = self.client.create_client(SolveIK, 'ik_solver/solve')
         while time.monotonic() < deadline and not client.service_is_ready():
             if not self.alive():
@@ -670,7 +670,7 @@ class Lane:
     def _target_segment(self, duration):
         """Return a publisher of a target held or moving along a joint-space line (FK of configurations: reachable)."""
         from geometry_msgs.msg import PoseStamped
-        from ..ros.messages import matrix_to_pose
+        from ik_solver.ros.messages import matrix_to_pose
         q0 = self.truth_q()
         span = 0.9 * (self.limits.upper - self.limits.lower) / 2
         centre = (self.limits.upper + self.limits.lower) / 2
@@ -997,7 +997,7 @@ def soak(minutes, load, seed, lanes=('ik', 'servo'), domain=None, startup=STARTU
             env = dict(os.environ, ROS_DOMAIN_ID=str(first + i), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
                        PYTHONUNBUFFERED='1')
             path = os.path.join(out_dir, f'{kind}.json')
-            cmd = [sys.executable, '-m', 'ik_solver.tools.soak', '--lane', kind, '--seconds', str(seconds),
+            cmd = [sys.executable, '-m', 'ik_solver_demos.tools.soak', '--lane', kind, '--seconds', str(seconds),
                    '--seed', str(seed + i), '--result', path, '--startup', str(startup)]
             workers.append((kind, path, subprocess.Popen(cmd, env=env, start_new_session=True)))
         loads = []

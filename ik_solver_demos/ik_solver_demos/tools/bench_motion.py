@@ -11,7 +11,7 @@ and Franka's hardware limits (frankaemika.github.io control parameters).
 The planner it replaced (velocity-limited quintics, read from this checkout's
 git history) is timed on the same moves, for the latency comparison.
 
-    python -m ik_solver.tools.bench_motion            # -n 2000 timed plans per limit set
+    python -m ik_solver_demos.tools.bench_motion            # -n 2000 timed plans per limit set
 """
 import argparse
 from pathlib import Path
@@ -20,14 +20,14 @@ import sys
 import time
 import types
 
+from ik_solver.core.chain import load_chain
+from ik_solver.motion.guard import check_trajectory, CONTROL_PERIOD
+from ik_solver.motion.jtc import SplineSampler, Trajectory
+from ik_solver.motion.limits import JointLimits, MotionState
+from ik_solver.motion.timing import plan_move, ruckig_duration
 import numpy as np
 
 from .bench import robot_sources
-from ..core.chain import load_chain
-from ..motion.guard import check_trajectory, CONTROL_PERIOD
-from ..motion.jtc import SplineSampler, Trajectory
-from ..motion.limits import JointLimits, MotionState
-from ..motion.timing import plan_move, ruckig_duration
 
 READY = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
 #: Per joint 1..7: moveit_resources panda_moveit_config joint_limits.yaml, and Franka's hardware limits.

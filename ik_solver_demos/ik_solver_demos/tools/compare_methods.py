@@ -4,18 +4,18 @@ The seed is the ik7 arm nearly straight up (a singular pose) and the target a
 little bent pose 0.1 m away: the pseudo-inverse's 1/sigma gain asks for huge
 steps, DLS's sigma / (sigma^2 + lambda^2) (lambda = 0.1) stays bounded.
 
-    python -m ik_solver.compare_methods --output-dir demo_output
+    python -m ik_solver_demos.tools.compare_methods --output-dir demo_output
 """
 import argparse
 import os
 
+from ik_solver.core import methods
+from ik_solver.core.chain import load_chain
+from ik_solver.core.kernel_data import StepGains
+from ik_solver.core.solver import rotation_error
 import numpy as np
 
 from .resources import arm_files
-from ..core import methods
-from ..core.chain import load_chain
-from ..core.kernel_data import StepGains
-from ..core.solver import rotation_error
 
 COMPARED = ('transpose', 'pinv', 'dls', 'adaptive_dls')
 

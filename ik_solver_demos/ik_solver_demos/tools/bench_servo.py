@@ -22,7 +22,7 @@ as a teleop would and measures, at the receiver:
   (read from servo_ik7.yaml's limit parameters, as the servo reads them);
 - how many status messages said DECELERATE_FOR_COLLISION or HALT_FOR_COLLISION.
 
-    python -m ik_solver.tools.bench_servo [--robot panda] [--seconds 60] [--rates 100 500] [--collisions on off]
+    python -m ik_solver_demos.tools.bench_servo [--robot panda] [--seconds 60] [--rates 100 500] [--collisions on off]
 """
 import argparse
 import os
@@ -32,6 +32,9 @@ import threading
 import time
 
 from geometry_msgs.msg import PoseStamped
+from ik_solver.core.chain import load_chain
+from ik_solver.motion.servo import Status
+from ik_solver.ros.ik_node import TARGET_QOS
 import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -45,9 +48,6 @@ from .bench_node import cpu_seconds, echo_node, percentiles
 from .launcher import NodeProcess
 from .servo_collision_campaign import PANDA_ACCELERATION, PANDA_JERK
 from .servo_demo import servo_limits, servo_values, ServoClient, start_servo
-from ..core.chain import load_chain
-from ..motion.servo import Status
-from ..ros.ik_node import TARGET_QOS
 
 #: Command intervals longer than this many periods are pauses of the stream (halted), not cycle periods.
 GAP = 5
@@ -313,7 +313,7 @@ def main(argv=None):
     parser.add_argument('--echo', action='store_true', help=argparse.SUPPRESS)  # run the echo node (internal)
     args, _ = parser.parse_known_args(argv)
     if args.echo:
-        from ..ros.spin import run_node
+        from ik_solver.ros.spin import run_node
         return run_node(echo_node, [a for a in sys.argv if a != '--echo'])
     arm = Arm(args.robot)
     rclpy.init()

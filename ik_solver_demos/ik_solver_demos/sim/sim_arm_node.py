@@ -49,6 +49,14 @@ import threading
 import time
 
 from geometry_msgs.msg import PoseStamped
+from ik_solver.collision.scene import load_scene
+from ik_solver.core.chain import chain_from_robot
+from ik_solver.core.urdf import parse_robot
+from ik_solver.motion import jtc
+from ik_solver.motion.limits import JointLimits, load_joint_limits
+from ik_solver.ros.messages import matrix_to_pose
+from ik_solver.ros.parameters import package_file, Param, ParameterSet
+from ik_solver.ros.spin import real_time_threads, run_node
 import numpy as np
 from rclpy.node import Node
 from rclpy.time import Time
@@ -59,14 +67,6 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from .controllers import ends_in_the_past, ForwardController, LimitMonitor, TrajectoryController
 from .physics import ArmSimulation
-from ..collision.scene import load_scene
-from ..core.chain import chain_from_robot
-from ..core.urdf import parse_robot
-from ..motion import jtc
-from ..motion.limits import JointLimits, load_joint_limits
-from ..ros.messages import matrix_to_pose
-from ..ros.parameters import package_file, Param, ParameterSet
-from ..ros.spin import real_time_threads, run_node
 
 try:
     from control_msgs.msg import JointTrajectoryControllerState

@@ -2,7 +2,7 @@
 
 Each node runs as its own process and is reached over DDS, as in use:
 
-    python -m ik_solver.tools.bench_node [--load N]
+    python -m ik_solver_demos.tools.bench_node [--load N]
 
 The node is ready when it answers: the time from its process start to its first successful ~/solve
 answer (the service is discovered as soon as the node creates it, which can be before the node spins).
@@ -28,6 +28,11 @@ import tempfile
 import time
 import traceback
 
+from ik_solver.core.chain import load_chain
+from ik_solver.core.transforms import make_pose
+from ik_solver.ros.ik_node import TARGET_QOS
+from ik_solver.ros.messages import final_joint_positions, matrix_to_pose
+from ik_solver.ros.parameters import PARAMETERS
 from ik_solver_interfaces.srv import SolveIK
 import numpy as np
 import rclpy
@@ -37,11 +42,6 @@ from .demo import circle, DOWN
 from .launcher import node_args, NodeProcess
 from .observer import ArmObserver
 from .resources import arm_files, share_path
-from ..core.chain import load_chain
-from ..core.transforms import make_pose
-from ..ros.ik_node import TARGET_QOS
-from ..ros.messages import final_joint_positions, matrix_to_pose
-from ..ros.parameters import PARAMETERS
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])  # service requests are solved around it
 #: A streamed target counts as served when a command for it, or for a newer target, arrived within this [s].
@@ -346,7 +346,7 @@ def main(argv=None):
     if args.flood:
         return flood_publisher(args.flood)
     if args.echo:
-        from ..ros.spin import run_node
+        from ik_solver.ros.spin import run_node
         return run_node(echo_node, [a for a in sys.argv if a != '--echo'])
     rclpy.init()
     chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')

@@ -13,6 +13,9 @@ import sys
 import tempfile
 import time
 
+from ik_solver.core.chain import load_chain
+from ik_solver.core.transforms import make_pose, pose_error
+from ik_solver.ros.spin import ShutdownRequested, ShutdownSignals
 import numpy as np
 import rclpy
 from rclpy.signals import SignalHandlerOptions
@@ -20,9 +23,6 @@ from rclpy.signals import SignalHandlerOptions
 from .launcher import node_args, NodeProcess
 from .observer import ArmObserver, send_answered, simulation_failures, simulator_complaints
 from .resources import arm_files, private_ros_domain
-from ..core.chain import load_chain
-from ..core.transforms import make_pose, pose_error
-from ..ros.spin import ShutdownRequested, ShutdownSignals
 
 DOWN = [1.0, 0.0, 0.0, 0.0]  # tool z pointing down (180 deg about x)
 FORWARD = [0.0, 0.7071067811865476, 0.0, 0.7071067811865476]  # tool z along +x

@@ -15,8 +15,8 @@ background compiler), when the cache held the kernels and a solve's time then:
 * ``node`` (unless ``--no-node``): ``ik_solver_node`` (ik7) on an empty cache,
   the seconds from its start until it answers a ``~/solve`` request with a solution.
 
-    python -m ik_solver.tools.bench_cold_start                  # bundled ik7, method lm
-    python -m ik_solver.tools.bench_cold_start --method dls --robot ik6 --inline
+    python -m ik_solver_demos.tools.bench_cold_start                  # bundled ik7, method lm
+    python -m ik_solver_demos.tools.bench_cold_start --method dls --robot ik6 --inline
 """
 import argparse
 import json
@@ -54,7 +54,7 @@ class _CompileCpu(ev.Listener):
 ev.register('numba:compile', _CompileCpu())
 from ik_solver import IKSolver, load_chain
 from ik_solver.core import kernel_cache
-from ik_solver.tools.resources import arm_files
+from ik_solver_demos.tools.resources import arm_files
 import numpy as np
 t1 = time.perf_counter()
 chain = load_chain(arm_files(sys.argv[1])[0], 'base_link', 'tool0')
@@ -106,8 +106,8 @@ def node_ready(cache, timeout=120.0):
     from .bench_node import HOME, start
     from .observer import ArmObserver
     from .resources import arm_files, local_ros_env
-    from ..core.chain import load_chain
-    from ..ros.messages import matrix_to_pose
+    from ik_solver.core.chain import load_chain
+    from ik_solver.ros.messages import matrix_to_pose
 
     local_ros_env()   # a private ROS domain for this process and the node: no other node answers
     rclpy.init()

@@ -1,74 +1,18 @@
-"""Start and stop the package's nodes as child processes (demo, tests, benchmarks), and what launch files pass.
+"""What the runtime's launch files pass to the nodes, as plain functions (testable without launch).
 
-Where ``ros2 launch`` exists, launch/*.launch.py starts the same set; this
-module lets everything run with rclpy alone.  ``ik_node_setup`` is the launch
-file's choice of parameters as a plain function, so that its precedence is
-testable without launch: the user's ``config:=`` file first, then only the
-launch arguments the user actually gave (an empty value means "not given").
+``ik_node_setup`` is ik_solver.launch.py's choice of parameters: the user's
+``config:=`` file first, then only the launch arguments the user actually gave
+(an empty value means "not given").  ``launch`` itself is imported only inside
+``stop_all_on_exit``: it is not on PyPI, and this module must import without it.
 """
 from dataclasses import dataclass, field
-import signal
-import subprocess
-import sys
 
-from .resources import BUNDLED_ARMS, local_ros_env
-
-
-class NodeProcess:
-    """One node as ``python -m ik_solver.<module> --ros-args ...``; output to a log file."""
-
-    def __init__(self, module, ros_args, log_path, env=None, args=()):
-        self.module = module
-        self.log_path = log_path
-        self._log = open(log_path, 'w')
-        cmd = [sys.executable, '-m', f'ik_solver.{module}', *args, '--ros-args', *ros_args]
-        self.process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=local_ros_env(env),
-                                        start_new_session=True)
-
-    @property
-    def pid(self):
-        return self.process.pid
-
-    def alive(self):
-        return self.process.poll() is None
-
-    def stop(self, timeout=5.0):
-        """SIGINT (a clean rclpy shutdown), then SIGKILL if it does not exit."""
-        if self.alive():
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._log.close()
-        return self.process.returncode
-
-    def output(self):
-        with open(self.log_path) as f:
-            return f.read()
-
-
-def node_args(config, params):
-    """--ros-args list: a params file and -p name:=value overrides."""
-    args = ['--params-file', config] if config else []
-    for name, value in params.items():
-        if isinstance(value, bool):
-            value = 'true' if value else 'false'
-        args += ['-p', f'{name}:={value}']
-    return args
-
-
-def flat_parameters(tree, prefix=''):
-    """Return a params file's nested ``ros__parameters`` as the node declares them: {'scale.linear': 0.2, ...}."""
-    out = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out.update(flat_parameters(value, f'{prefix}{key}.'))
-        else:
-            out[f'{prefix}{key}'] = value
-    return out
-
+#: The arms bundled in the package's share directory: name -> (model file, parameter file), relative to it.
+BUNDLED_ARMS = {
+    'ik7': ('urdf/ik7.urdf.xacro', 'config/ik7.yaml'),
+    'ik6': ('urdf/ik6.urdf.xacro', 'config/ik6.yaml'),
+    'planar3': ('urdf/planar3.urdf', 'config/planar3.yaml'),
+}
 
 #: Launch arguments of ik_solver.launch.py: (name, description); all default to '' = not given.
 IK_LAUNCH_ARGUMENTS = (
@@ -90,6 +34,19 @@ IK_LAUNCH_ARGUMENTS = (
     ('markers_topic', 'RViz MarkerArray (default ~/markers), remapped'),
     ('start_robot_state_publisher', 'auto (default: if installed and a description is given), true or false'),
     ('rviz', 'true: also start rviz2 with config/ik_solver.rviz (skipped with a message if rviz2 is missing)'),
+)
+
+#: Launch arguments of servo.launch.py: (name, default, description).  ik_solver_demos' servo.launch.py,
+#: which adds the simulated arm, takes the same ones and passes them on.
+SERVO_LAUNCH_ARGUMENTS = (
+    ('urdf_file', '', 'URDF or xacro file of your robot; empty: the bundled ik7'),
+    ('config', '', 'Parameter file; empty: config/servo_ik7.yaml of ik_solver'),
+    ('base_link', 'base_link', 'Root link of the servoed chain'),
+    ('tip_link', 'tool0', 'Tip link of the servoed chain'),
+    ('namespace', '', 'Namespace of the nodes'),
+    ('use_sim_time', 'false', 'Use /clock (simulators)'),
+    ('start_robot_state_publisher', 'false', 'Also start robot_state_publisher with the same description: '
+                                             'true, auto (if installed) or false'),
 )
 
 #: Launch arguments that set a node parameter of the same name when given.
@@ -153,6 +110,17 @@ def ik_node_setup(given, share, describe=None):
     return NodeSetup(urdf, xacro_args, parameters, remappings)
 
 
+def servo_files(urdf_file, config, share):
+    """Return (model file, parameter file) of servo.launch.py: the user's, else the bundled ik7's servo set-up.
+
+    Args:
+        urdf_file: the ``urdf_file`` launch argument ('' : not given).
+        config: the ``config`` launch argument ('' : not given).
+        share: the package's share directory.
+    """
+    return urdf_file or f'{share}/urdf/ik7.urdf.xacro', config or f'{share}/config/servo_ik7.yaml'
+
+
 def stop_all_on_exit(actions):
     """Return a launch event handler that stops the whole launch when one of ``actions`` exits.
 
@@ -166,3 +134,16 @@ def stop_all_on_exit(actions):
         return [LogInfo(msg=f'{event.action.name} exited with code {event.returncode}: stopping the others'),
                 Shutdown(reason=f'{event.action.name} exited')]
     return RegisterEventHandler(OnProcessExit(target_action=lambda action: action in actions, on_exit=on_exit))
+
+
+def package_available(name):
+    """Whether ROS package ``name`` is installed (ament index); False where ament_index_python is missing."""
+    try:
+        from ament_index_python.packages import get_package_prefix, PackageNotFoundError
+    except ImportError:
+        return False
+    try:
+        get_package_prefix(name)
+    except PackageNotFoundError:
+        return False
+    return True

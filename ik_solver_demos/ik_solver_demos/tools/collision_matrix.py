@@ -1,7 +1,7 @@
 """Write the SRDF of a robot's disabled self-collision pairs (adjacent, always, never), like MoveIt Setup Assistant.
 
-    python -m ik_solver.tools.collision_matrix urdf/ik7.urdf.xacro -o config/ik7.srdf
-    python -m ik_solver.tools.collision_matrix panda.urdf --package-dir /opt/share --samples 20000 -o panda.srdf
+    python -m ik_solver_demos.tools.collision_matrix urdf/ik7.urdf.xacro -o config/ik7.srdf
+    python -m ik_solver_demos.tools.collision_matrix panda.urdf --package-dir /opt/share --samples 20000 -o panda.srdf
 
 Without --base/--tip every joint of the robot is sampled; with them only the
 chain's joints move and the others stay at 0 (within their limits).
@@ -9,11 +9,10 @@ chain's joints move and the others stay at 0 (within their limits).
 import argparse
 import sys
 
+from ik_solver.collision.matrix import compute_matrix
+from ik_solver.collision.model import CollisionModel
+from ik_solver.core.exceptions import ModelError
 import numpy as np
-
-from ..collision.matrix import compute_matrix
-from ..collision.model import CollisionModel
-from ..core.exceptions import ModelError
 
 
 def main(argv=None):
@@ -39,7 +38,7 @@ def main(argv=None):
 
 
 def _parser():
-    parser = argparse.ArgumentParser(prog='python -m ik_solver.tools.collision_matrix',
+    parser = argparse.ArgumentParser(prog='python -m ik_solver_demos.tools.collision_matrix',
                                      description=__doc__.split('\n')[0])
     parser.add_argument('urdf', help='URDF or xacro file')
     parser.add_argument('--base', help='base link of the chain to sample (default: the whole robot)')

@@ -10,6 +10,7 @@ import threading
 import time
 
 from geometry_msgs.msg import PoseStamped
+from ik_solver.ros.messages import matrix_to_pose, pose_to_matrix
 from ik_solver_interfaces.msg import SolveStatus
 from ik_solver_interfaces.srv import ComputeFK, SolveIK
 import numpy as np
@@ -18,8 +19,6 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
-
-from ..ros.messages import matrix_to_pose, pose_to_matrix
 
 
 class ArmObserver(Node):

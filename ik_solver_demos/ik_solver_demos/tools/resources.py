@@ -1,4 +1,4 @@
-"""Where things are and which ROS graph to join: bundled files, installed packages, a private ROS domain.
+"""Where things are and which ROS graph to join: the bundled arms' files, a private ROS domain.
 
 The bundled URDFs and configs come from the installed share directory, else
 the source tree.  The demo and the tests run on a ROS domain of their own
@@ -9,14 +9,8 @@ controller.
 import os
 import sys
 
-from ..ros.share import share_path
-
-
-BUNDLED_ARMS = {
-    'ik7': ('urdf/ik7.urdf.xacro', 'config/ik7.yaml'),
-    'ik6': ('urdf/ik6.urdf.xacro', 'config/ik6.yaml'),
-    'planar3': ('urdf/planar3.urdf', 'config/planar3.yaml'),
-}
+from ik_solver.ros.launch_setup import BUNDLED_ARMS
+from ik_solver.ros.share import share_path
 
 
 def arm_files(name):
@@ -66,16 +60,3 @@ def local_ros_env(env=None):
     env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     env.setdefault('PYTHONUNBUFFERED', '1')
     return env
-
-
-def package_available(name):
-    """Whether ROS package ``name`` is installed (ament index); False where ament_index_python is missing."""
-    try:
-        from ament_index_python.packages import get_package_prefix, PackageNotFoundError
-    except ImportError:
-        return False
-    try:
-        get_package_prefix(name)
-    except PackageNotFoundError:
-        return False
-    return True

@@ -18,12 +18,12 @@ sampling), and the time against the same solves without a pole.
 ``--overrun N`` instead runs N random solves with random (legal, heavy)
 options and reports how far each overran its timeout.
 
-    python -m ik_solver.tools.bench                       # all robots, N = 1000
-    python -m ik_solver.tools.bench --robots panda --methods lm dls -n 200
-    python -m ik_solver.tools.bench --urdf my.urdf --base base_link --tip tool0
-    python -m ik_solver.tools.bench --robots ik7 --overrun 200000
-    python -m ik_solver.tools.bench --robots ik7 panda --pole-only -n 300   # the pole figure alone
-    taskset -c 1 chrt -f 10 python -m ik_solver.tools.bench --robots ik7 --overrun 200000   # no contention
+    python -m ik_solver_demos.tools.bench                       # all robots, N = 1000
+    python -m ik_solver_demos.tools.bench --robots panda --methods lm dls -n 200
+    python -m ik_solver_demos.tools.bench --urdf my.urdf --base base_link --tip tool0
+    python -m ik_solver_demos.tools.bench --robots ik7 --overrun 200000
+    python -m ik_solver_demos.tools.bench --robots ik7 panda --pole-only -n 300   # the pole figure alone
+    taskset -c 1 chrt -f 10 python -m ik_solver_demos.tools.bench --robots ik7 --overrun 200000   # no contention
 """
 import argparse
 import glob
@@ -33,15 +33,15 @@ import subprocess
 import sys
 import time
 
+from ik_solver.core.chain import load_chain
+from ik_solver.core.kinematics import PRISMATIC
+from ik_solver.core.methods import METHOD_NAMES
+from ik_solver.core.nullspace import NullspaceGoals
+from ik_solver.core.solver import IKSolver
+from ik_solver.core.transforms import make_pose, pose_error
 import numpy as np
 
 from .resources import arm_files
-from ..core.chain import load_chain
-from ..core.kinematics import PRISMATIC
-from ..core.methods import METHOD_NAMES
-from ..core.nullspace import NullspaceGoals
-from ..core.solver import IKSolver
-from ..core.transforms import make_pose, pose_error
 
 POSITION_CHECK, ROTATION_CHECK = 1e-5, 1e-4
 METHOD_OPTIONS = {'transpose': {'max_iterations': 1000, 'patience': 50}}

@@ -17,9 +17,8 @@ from collections import deque
 from dataclasses import dataclass
 import threading
 
+from ik_solver.motion import jtc
 import numpy as np
-
-from ..motion import jtc
 
 #: Positions within this of a limit [rad or m] count as inside (the spline's rounding).
 POSITION_TOLERANCE = 1e-6
