@@ -31,6 +31,16 @@ def _cubic_to(q1, duration):
     return jtc.Trajectory(np.array([duration]), q1, np.zeros_like(q1))
 
 
+def _hermite(q0, v0, q1, h, t):
+    """trajectory.cpp's cubic (``interpolate_between_points``) from (q0, v0) to q1 at rest ``h`` s later, at ``t``.
+
+    Returns the position and velocity.
+    """
+    c2 = (3.0 * (q1 - q0) - 2.0 * v0 * h) / h ** 2
+    c3 = (2.0 * (q0 - q1) + v0 * h) / h ** 3
+    return q0 + v0 * t + c2 * t ** 2 + c3 * t ** 3, v0 + 2.0 * c2 * t + 3.0 * c3 * t ** 2
+
+
 def _run(controller, until, dt=1e-3):
     reports, t = [], 0.0
     while t <= until:
@@ -52,7 +62,13 @@ def test_monitor_keeps_the_worst_excursion_per_joint_and_quantity():
 
 
 def test_a_too_fast_trajectory_is_reported_with_its_cubic_peaks():
-    dq, duration = 0.5, 0.25  # cubic peaks: v = 1.5 dq / T = 3.0, a = 6 dq / T^2 = 48
+    """The cubic's peaks: v = 1.5 dq / T = 3.0 at T / 2, a = 6 dq / T^2 = 48 at its ends.
+
+    The controller never commands its ends' accelerations: its first command is the cubic one period in
+    (``command_next_``), its last the point itself, at rest.  The worst acceleration the physics is
+    commanded is the velocity step to that first command, v(dt) / dt = 47.8, and back from the last but one.
+    """
+    dq, duration, dt = 0.5, 0.25, 1e-3
     controller = TrajectoryController(np.zeros(2), LimitMonitor(_limits()))
     controller.load(_cubic_to([dq, 0.0], duration), None, 'fast')
     reports = _run(controller, 0.5)
@@ -61,14 +77,45 @@ def test_a_too_fast_trajectory_is_reported_with_its_cubic_peaks():
     assert set(found) == {('j0', 'velocity'), ('j0', 'acceleration')}
     assert found['j0', 'velocity'].value == pytest.approx(1.5 * dq / duration, rel=1e-3)
     assert found['j0', 'velocity'].time == pytest.approx(duration / 2, abs=2e-3)
-    assert abs(found['j0', 'acceleration'].value) == pytest.approx(6 * dq / duration ** 2, rel=0.02)
-    assert np.allclose(controller.reference[0], [dq, 0.0]) and not controller.reference[1].any()
+    assert abs(found['j0', 'acceleration'].value) == pytest.approx(_hermite(0.0, 0.0, dq, duration, dt)[1] / dt,
+                                                                   rel=1e-9)
+    assert np.allclose(controller.output[0], [dq, 0.0]) and not controller.output[1].any()
 
 
 def test_a_trajectory_within_the_limits_is_not_reported():
     controller = TrajectoryController(np.zeros(2), LimitMonitor(_limits()))
     controller.load(_cubic_to([0.5, -0.5], 2.0), None, 'slow')  # v 0.375, a 0.75
     assert _run(controller, 2.5) == []
+
+
+def test_each_update_commands_the_trajectory_one_period_ahead_of_its_reference():
+    """joint_trajectory_controller commands ``command_next_``, its trajectory at ``traj_time_ + update_period_``.
+
+    From rest at 0 s, a cubic to 0.1 rad at 0.1 s: the update at k ms commands the cubic at k + 1 ms (the
+    physics step after it runs there), its reference (``state_desired_``) is the cubic at k ms, and the
+    update at 99 ms commands the point itself, which is held from then on.
+    """
+    controller = TrajectoryController(np.zeros(2), LimitMonitor(_limits()))
+    controller.load(_cubic_to([0.1, 0.0], 0.1), None, 'short')
+    for k in range(100):
+        q, v, _, _ = controller.update(k * 1e-3, 1e-3)
+        assert (q[0], v[0]) == pytest.approx(_hermite(0.0, 0.0, 0.1, 0.1, (k + 1) * 1e-3), abs=1e-12)
+        assert controller.reference[0][0] == pytest.approx(_hermite(0.0, 0.0, 0.1, 0.1, k * 1e-3)[0], abs=1e-12)
+    assert q.tolist() == [0.1, 0.0] and not v.any()
+    assert controller.update(0.1, 1e-3)[0].tolist() == [0.1, 0.0] and controller.reference[0].tolist() == [0.1, 0.0]
+
+
+def test_past_its_last_point_the_controller_commands_that_point_as_given():
+    """``Trajectory::sample`` returns the last point itself once played out: its accelerations too.
+
+    (Its velocities must be zero: the controller refuses the trajectory otherwise.)
+    """
+    last = jtc.Trajectory(np.array([0.05]), np.array([[0.01, 0.0]]), np.zeros((1, 2)), np.array([[0.5, -0.25]]))
+    controller = TrajectoryController(np.zeros(2), LimitMonitor(_limits(acceleration=100.0)))
+    controller.load(last, None, 'ends accelerating')
+    assert _run(controller, 0.2) == []
+    q, v, a = controller.output
+    assert q.tolist() == [0.01, 0.0] and not v.any() and a.tolist() == [0.5, -0.25]
 
 
 def test_linear_interpolation_reports_its_velocity_steps_as_accelerations():
@@ -80,34 +127,42 @@ def test_linear_interpolation_reports_its_velocity_steps_as_accelerations():
     assert abs(reports[0].violations[0].value) == pytest.approx(0.2 / 1e-3, rel=1e-6)  # one step: 200 rad/s^2
 
 
-def test_preemption_reports_only_what_was_executed_and_starts_from_the_last_output():
-    """Open loop, joint_trajectory_controller starts a new trajectory from its previous update's output.
+def test_preemption_reports_only_what_was_executed_and_starts_from_the_last_command():
+    """Open loop, joint_trajectory_controller starts a new trajectory from its previous update's command.
 
-    That output is placed at the previous update's time (``last_commanded_time_``, 4.21 and later), so
-    the reference does not hold for an update: it goes on from the motion under way.
+    That command (``last_commanded_state_``) is the first trajectory at 0.501 s, sampled one period
+    ahead of the update at 0.5 s, whose time it is placed at (``last_commanded_time_``).  The second
+    trajectory starts on arrival at 0.501 s, its point at 0.601 s: the cubic runs from that state over
+    0.101 s, and the update at 0.501 s commands it at 0.502 s (0.002 s in).
     """
     controller = TrajectoryController(np.zeros(2), LimitMonitor(_limits()))
     controller.load(_cubic_to([0.9, 0.0], 2.0), None, 'first')  # within the limits for its first 0.5 s
     reports = [r for k in range(501) for r in controller.update(k * 1e-3, 1e-3)[3]]   # updates at 0 .. 0.5 s
-    s = 0.5 / 2.0  # the first spline's output at 0.5 s: q = 0.9 (3 s^2 - 2 s^3), v = 0.9 (6 s - 6 s^2) / 2
-    assert controller.reference[0][0] == pytest.approx(0.9 * (3 * s ** 2 - 2 * s ** 3), abs=1e-12)
+    q_before, v_before = _hermite(0.0, 0.0, 0.9, 2.0, 0.501)
+    assert controller.output[0][0] == pytest.approx(q_before, abs=1e-12)
+    assert controller.reference[0][0] == pytest.approx(_hermite(0.0, 0.0, 0.9, 2.0, 0.5)[0], abs=1e-12)
     controller.load(_cubic_to([0.0, 0.0], 0.1), None, 'second')  # back within 0.1 s: far too fast
-    q_before, v_before = 0.9 * (3 * s ** 2 - 2 * s ** 3), 0.9 * (6 * s - 6 * s ** 2) / 2.0
     q, v, _, step_reports = controller.update(0.501, 1e-3)
-    assert q[0] - q_before == pytest.approx(v_before * 1e-3, rel=0.2) and v_before > 0.4
+    assert (q[0], v[0]) == pytest.approx(_hermite(q_before, v_before, 0.0, 0.101, 0.002), abs=1e-12)
+    assert controller.reference[0][0] == pytest.approx(_hermite(q_before, v_before, 0.0, 0.101, 0.001)[0], abs=1e-12)
     assert 0.0 < v[0] <= v_before  # braking from the motion under way, not from a standstill
     reports += step_reports + _run_from(controller, 0.502, 1.0)
     assert [r.label for r in reports] == ['second']
 
 
 def test_closed_loop_starts_a_new_trajectory_from_the_measured_state():
+    """The state before is the measured one at the update's time: the reference, and the command one period on."""
     controller = TrajectoryController(np.zeros(2), LimitMonitor(_limits()), open_loop=False)
     controller.load(_cubic_to([0.5, 0.0], 1.0), None, 'first')
     _run_from(controller, 0.0, 0.5)
     controller.load(_cubic_to([0.5, 0.0], 1.0), None, 'second')
     measured = (np.array([0.2, 0.01]), np.array([0.3, 0.0]))
     q, v, _, _ = controller.update(0.501, 1e-3, measured)
-    assert np.allclose(q, measured[0], atol=1e-15) and np.allclose(v, measured[1], atol=1e-15)
+    assert np.allclose(controller.reference[0], measured[0], atol=1e-15)
+    assert np.allclose(controller.reference[1], measured[1], atol=1e-15)
+    for j, goal in enumerate((0.5, 0.0)):  # the cubic from the measured state at 0.501 s to the point at 1.501 s
+        expected = _hermite(measured[0][j], measured[1][j], goal, 1.0, 1e-3)
+        assert (q[j], v[j]) == pytest.approx(expected, abs=1e-15)
 
 
 def test_a_stamped_trajectory_that_ends_before_it_arrives_is_refused():
@@ -137,10 +192,11 @@ def _positions(controller, t0, t1, dt=1e-3):
 def test_a_restamped_continuation_is_joined_in_step_however_late_it_arrives(delay):
     """A trajectory planned at 0.3 s from the motion under way, arriving ``delay`` s late, changes little.
 
-    Sampled at its stamp: past its first point (at 0.35 s) the controller joins the segment under way
-    between two of its points, exactly the motion under way.  Before it, the first segment runs from the
-    previous update's output (open loop) placed at this update: one period behind, a lag of at most
-    v dt that the segment removes by the first point.  Started on arrival instead, it would lag by ``delay``.
+    Sampled at its stamp: from the command that reaches its first point (at 0.35 s) on, the controller
+    runs the segment under way between two of its points, exactly the motion under way.  Before it, the
+    first segment runs from the previous update's command (open loop), the wave one period after the
+    update it is placed at: a lead of at most v dt that the segment removes by the first point.  Started
+    on arrival instead, it would lag by ``delay``.
     """
     alone = TrajectoryController(np.zeros(2), LimitMonitor(_limits()))
     relayed = TrajectoryController(np.zeros(2), LimitMonitor(_limits()))
@@ -152,7 +208,7 @@ def test_a_restamped_continuation_is_joined_in_step_however_late_it_arrives(dela
     error = np.abs(_positions(relayed, arrival * 1e-3, 1.2) - _positions(alone, arrival * 1e-3, 1.2)).max(axis=1)
     speed = 0.1 * np.pi  # the wave's fastest
     assert error.max() < (1e-9 if 0.3 + delay > 0.35 else speed * 1e-3), error.max()
-    assert error[int(round((0.35 - 0.3 - delay) / 1e-3)) + 1:].max() < 1e-9   # in step from the first point
+    assert error[max(0, int(round((0.35 - 0.3 - delay) / 1e-3)) - 1):].max() < 1e-9   # in step from the first point
     assert relayed.monitor.take() == []  # no step at the join
 
 
@@ -164,12 +220,13 @@ def test_trajectories_are_taken_over_at_their_arrival_not_before():
     controller.load(_cubic_to([0.0, 0.0], 0.5), None, 'back', arrival=0.35)
     controller.load(_cubic_to([0.0, 0.1], 0.5), None, 'aside', arrival=0.4)
     wave = _positions(controller, 0.3, 0.35)
-    times = 0.3 + 1e-3 * np.arange(len(wave))
+    times = 0.3 + 1e-3 * np.arange(1, len(wave) + 1)  # each update commands the wave one period ahead
     assert np.allclose(wave[:, 0], 0.1 * (1 - np.cos(np.pi * times)), atol=1e-9)  # still the wave until 0.35
     back = _positions(controller, 0.35, 0.4)
-    q0, v0, h = 0.1 * (1 - np.cos(0.349 * np.pi)), 0.1 * np.pi * np.sin(0.349 * np.pi), 0.501
-    t = 1e-3 * np.arange(1, len(back) + 1)  # the cubic from the wave's last output at 0.349 s to rest at 0.85 s
-    cubic = q0 + v0 * t + (-3 * q0 - 2 * v0 * h) / h ** 2 * t ** 2 + (2 * q0 + v0 * h) / h ** 3 * t ** 3
+    # The cubic from the last command, the wave at 0.35 s (a point of it: exact), placed at the update at
+    # 0.349 s, to rest at 0.85 s; commanded from 0.351 s.
+    q0, v0, h = 0.1 * (1 - np.cos(0.35 * np.pi)), 0.1 * np.pi * np.sin(0.35 * np.pi), 0.501
+    cubic = _hermite(q0, v0, 0.0, h, 1e-3 * np.arange(2, len(back) + 2))[0]
     assert np.allclose(back, cubic[:, None], atol=1e-12)  # both joints ran the wave
     aside = _positions(controller, 0.4, 1.0)
     assert aside[1, 1] > aside[0, 1] and np.allclose(aside[-1], [0.0, 0.1])  # then aside from 0.4
@@ -196,16 +253,17 @@ def test_a_move_taken_over_at_its_stamp_is_not_reported():
 
 
 def test_a_join_past_the_first_point_is_reported_as_the_velocity_step():
-    """Taken over 30 ms after its stamp, past its first point, the move is joined 30 ms into it.
+    """Taken over 30 ms after its stamp, past its first point, the move is commanded 31 ms into it.
 
-    There v = 0.02 + 2 x 0.01 = 0.04 rad/s: the reference steps from rest to it in one 1 ms period, which
-    the witness reports as 40 rad/s^2, though no spline exceeds 2.
+    The update that takes it over commands it one period ahead, where v = 0.02 + 2 x 0.011 = 0.042 rad/s:
+    the command steps from rest to it in one 1 ms period, which the witness reports as 42 rad/s^2 at that
+    command's time, though no spline exceeds 2.
     """
     reports = _late_move(0.03)
     found = {(v.joint, v.quantity): v for v in reports[0].violations}
     assert set(found) == {('j0', 'acceleration')}
-    assert found['j0', 'acceleration'].value == pytest.approx(0.04 / 1e-3, rel=1e-3)
-    assert found['j0', 'acceleration'].time == pytest.approx(0.03, abs=1e-6)
+    assert found['j0', 'acceleration'].value == pytest.approx(0.042 / 1e-3, rel=1e-3)
+    assert found['j0', 'acceleration'].time == pytest.approx(0.031, abs=1e-6)
 
 
 def test_a_join_before_the_first_point_is_reported_as_the_compressed_spline():
@@ -357,8 +415,9 @@ def test_controller_state_is_filled_as_the_controller_does():
     msg = SimpleNamespace(header=SimpleNamespace(stamp=None))  # control_msgs is not on PyPI: a stand-in
     q_ref, v_ref, a_ref = np.array([0.5, 0.1]), np.array([0.2, 0.0]), np.array([1.0, -1.0])
     q, v = np.array([0.45, 0.1]), np.array([0.25, 0.0])
-    fill_controller_state(msg, 'now', ['a', 'b'], (q_ref, v_ref, a_ref), q, v)
+    command = np.array([0.5002, 0.1])   # one period ahead of the reference
+    fill_controller_state(msg, 'now', ['a', 'b'], (q_ref, v_ref, a_ref), command, q, v)
     assert msg.header.stamp == 'now' and msg.joint_names == ['a', 'b']
-    assert list(msg.reference.accelerations) == [1.0, -1.0]
+    assert list(msg.reference.positions) == [0.5, 0.1] and list(msg.reference.accelerations) == [1.0, -1.0]
     assert np.allclose(msg.error.positions, q_ref - q) and np.allclose(msg.error.velocities, v_ref - v)
-    assert list(msg.output.positions) == list(msg.reference.positions) == [0.5, 0.1]
+    assert list(msg.output.positions) == [0.5002, 0.1]   # the position interface's command

@@ -7,11 +7,13 @@ real arm would do with a command; but a ``LimitMonitor`` watches every
 reference the physics executes and reports what went beyond the position,
 velocity or acceleration limits, so tests can assert that nothing did.
 
-Each controller gives, at every physics step, the servo reference (position,
-velocity, acceleration) at the physics time, as a real controller samples its splines at its
-update loop's fixed period (sampling at the jittery wall-clock time of a
-non-real-time thread would shake a stiff servo).  Commands arrive on the ROS
-thread and are taken over by the physics thread under a lock.
+Each controller gives, at every physics step, the servo command (position,
+velocity, acceleration) for that step, computed on the physics clock as a real
+controller computes it on its update loop's fixed period (sampling at the
+jittery wall-clock time of a non-real-time thread would shake a stiff servo):
+the trajectory controller commands its splines one period ahead, the state
+they reach at the step's end.  Commands arrive on the ROS thread and are
+taken over by the physics thread under a lock.
 """
 from collections import deque
 from dataclasses import dataclass
@@ -33,8 +35,9 @@ BLOCK_STEPS = 50
 class Violation:
     """The worst excursion of one joint beyond one limit.
 
-    ``time`` [s]: after the start of a trajectory; for a stream command, when
-    it was sent (system clock); for an integrated velocity target, physics time.
+    ``time`` [s]: for a trajectory, the time its command samples, after the
+    trajectory's start; for a stream command, when it was sent (system clock);
+    for an integrated velocity target, physics time.
     """
 
     joint: str
@@ -99,32 +102,44 @@ class Report:
 
 
 class TrajectoryController:
-    """joint_trajectory_controller: splines from the state before each trajectory through it (jtc.SplineSampler).
+    """joint_trajectory_controller: the trajectory's splines from the state before it, commanded one period ahead.
 
-    A new trajectory preempts the current one at the controller's first update
-    after it arrived, as the controller's ``update`` takes it:
+    Each ``update`` does what joint_trajectory_controller.cpp's does (jazzy branch).  A trajectory
+    arrived since the update before is taken over, its first sample setting the state before it::
 
-    - the state before it is the previous update's output (position, velocity,
-      acceleration), placed at that update's time, with ``open_loop``
-      (``open_loop_control``: joint_trajectory_controller 4.21 and later, the
-      Jazzy and Kilted releases), else the measured state (position, velocity),
-      placed at this update's time;
-    - it is sampled at this update's time against its ``header.stamp`` (zero:
-      this update): before its first point, the segment runs from the state
-      before it to that point; later, the segment under way between two of its
-      points is joined (no matter where the arm is: where the trajectory
-      differs from the motion under way, the reference steps, as the real
-      controller's does); past its last point, that point is held.
+        if (params_.interpolate_from_desired_state || params_.open_loop_control)
+          current_trajectory_->set_point_before_trajectory_msg(last_commanded_time_, last_commanded_state_, ...);
+        else
+          current_trajectory_->set_point_before_trajectory_msg(time, state_current_, ...);
+        traj_time_ = time;
 
-    A trajectory stamped so early that it ends before it arrives is refused on
-    arrival by the controller (``ends_in_the_past``), not here.
-    The splines are evaluated ``BLOCK_STEPS`` physics steps at a time (one
-    vectorised evaluation instead of one per step) and each executed step is
-    checked: positions, the splines' velocities and accelerations, and the
-    reference's own differences over the step (position change / step,
-    velocity change / step), which no continuous spline makes larger than its
-    peaks but which see every step of the reference: at a join, or at the
-    points of a linear interpolation (positions only).
+    so with ``open_loop`` (``open_loop_control``; placed at ``last_commanded_time_`` since 4.21, the Jazzy
+    and Kilted releases) the last command (position, velocity, acceleration) placed at the previous
+    update's time (at this update's before any update), else the measured state (position, velocity) at
+    this update's.  Then the reference is the trajectory at the update's time, and the command, which the
+    physics step after it runs to, the trajectory one period later::
+
+        current_trajectory_->sample(traj_time_, interpolation_method_, state_desired_, ...);
+        current_trajectory_->sample(traj_time_ + update_period_, interpolation_method_, command_next_, ...);
+        last_commanded_state_ = command_next_;
+        last_commanded_time_ = time;
+
+    The last command is therefore one period ahead of the time it is placed at: a trajectory that
+    starts before its first point continues the motion under way shifted by one period.
+
+    Sampled as trajectory.cpp's ``Trajectory::sample``: a zero ``header.stamp`` starts it at the update that
+    takes it; before its first point, the segment from the state before to that point; later, the segment
+    between two of its points (no matter where the arm is: where the trajectory differs from the motion
+    under way, the command steps); from its last point on, that point (its velocities and accelerations,
+    zero where absent), held until the next trajectory.
+
+    A trajectory stamped so early that it ends before it arrives is refused on arrival by the controller
+    (``ends_in_the_past``), not here.  The splines are evaluated ``BLOCK_STEPS`` updates at a time (one
+    vectorised evaluation instead of one per update) and each command is checked: positions, the splines'
+    velocities and accelerations, and the command's own differences from the one before (position change /
+    period, velocity change / period), which no continuous spline makes larger than its peaks but which
+    see every step the physics is commanded: at a join, or at the points of a linear interpolation
+    (positions only).  A violation's time is the command's sample time after the trajectory's stamp.
     """
 
     kind = 'joint_trajectory'
@@ -134,11 +149,18 @@ class TrajectoryController:
         self.open_loop = open_loop
         self._lock = threading.Lock()
         self._pending = deque()  # (trajectory, start, label, arrival), in the order they arrived
-        self._active = None  # (sampler, its start, label, the trajectory's time 0: reports count from it)
-        #: (first time, positions, velocities, accelerations, position and velocity steps / dt, rows to check)
+        #: (sampler, its time 0, label, the trajectory's stamp (reports count from it), its last point (q, v, a))
+        self._active = None
+        #: (sample times after the sampler's 0, positions, velocities, accelerations: BLOCK_STEPS + 1 rows, the
+        #: reference of update k in row k and its command in row k + 1; then per update k, its command's position
+        #: and velocity steps / period and whether to check it)
         self._block = None
-        self.reference = (np.array(q0, float), np.zeros(len(q0)), np.zeros(len(q0)))
-        self._updated = None  # the time of the previous update: the time of ``reference``
+        rest = (np.array(q0, float), np.zeros(len(q0)), np.zeros(len(q0)))
+        #: The last update's command (q, v, a), ``last_commanded_state_``: the trajectory one period ahead.
+        self.output = rest
+        #: The trajectory at the last update's time (q, v, a), ``state_desired_``: controller_state's reference.
+        self.reference = rest
+        self._updated = None  # the time of the previous update: ``last_commanded_time_``
 
     def warm_up(self):
         """Compile (or load from the cache) the spline kernels now, before the physics runs.
@@ -147,9 +169,9 @@ class TrajectoryController:
         on a busy machine (numba's start-up), with no joint_states meanwhile:
         the first command a client sent was never executed.
         """
-        n = len(self.reference[0])
+        n = len(self.output[0])
         ahead = jtc.Trajectory(np.array([0.01, 0.02]), np.zeros((2, n)), np.zeros((2, n)), np.zeros((2, n)))
-        jtc.SplineSampler(self.reference[0], np.zeros(n), ahead).evaluate(np.array([0.0, 0.015, 0.03]))
+        jtc.SplineSampler(self.output[0], np.zeros(n), ahead).evaluate(np.array([0.0, 0.015, 0.03]))
 
     def load(self, trajectory, start, label, arrival=None):
         """Execute ``trajectory`` (jtc.Trajectory, controller order) from ``start`` (ROS thread).
@@ -157,18 +179,19 @@ class TrajectoryController:
         ``start``: the controller-clock time of the trajectory's time 0 (its
         ``header.stamp``), possibly in the past; None (a zero stamp): on arrival.
         ``arrival``: the controller-clock time it arrived at; the controller takes
-        it over at its first step from then on (None: the next step), so a
+        it over at its first update from then on (None: the next update), so a
         controller running behind the clock takes over the trajectories of a
         stream one after the other, as they arrived; of several arrived within
-        one step, the newest.
+        one period, the newest.
         """
         with self._lock:
             self._pending.append((trajectory, start, label, -np.inf if arrival is None else arrival))
 
     def update(self, now, dt, measured=None):
-        """Servo reference (q, v, a) at physics time ``now`` (steps of ``dt``), and Reports of ended trajectories.
+        """Return the command (q, v, a) of the update at ``now`` (period ``dt``) and Reports of ended trajectories.
 
-        ``measured``: the joints' (positions, velocities) now, the start of a new trajectory in closed loop.
+        The command is the trajectory at ``now + dt``, the state the physics step that follows runs to.
+        ``measured``: the joints' (positions, velocities) now, the state before a new trajectory in closed loop.
         """
         reports = []
         with self._lock:
@@ -178,40 +201,42 @@ class TrajectoryController:
             start = now if start is None else start
             joined = self._aligned(trajectory, now, start, *self._state_before(now, measured))
             reports += self._report()
-            self._active, self._block = joined + (label, start), None
+            self._active, self._block = joined + (label, start, _last_point(trajectory)), None
         self._updated = now
-        if self._active is None or now < self._active[1]:
-            if self.reference[1].any() or self.reference[2].any():  # hold still
-                q = self.reference[0]
-                self.reference = (q, np.zeros_like(q), np.zeros_like(q))
-            return self.reference + (reports,)
-        sampler, start, _, origin = self._active
-        t = now - start
-        block, row = self._row(sampler, t, dt)
-        q, v, a = block[1][row], block[2][row], block[3][row]
+        if self._active is None:  # the last point of the trajectory before (or the start) held
+            self.reference = self.output
+            return self.output + (reports,)
+        _, begin, _, origin, _ = self._active
+        block, row = self._row(now - begin, dt)
+        times, q, v, a = block[:4]
+        self.reference = (q[row], v[row], a[row])
+        self.output = (q[row + 1], v[row + 1], a[row + 1])
         if block[6][row]:
-            self.monitor.check(now - origin, q, v, a)
-            self.monitor.check(now - origin, q, block[4][row], block[5][row])
-        self.reference = (q, v, a)
-        if t >= sampler.end_time:
+            t = now + dt - origin
+            self.monitor.check(t, *self.output)
+            self.monitor.check(t, self.output[0], block[4][row], block[5][row])
+        if times[row + 1] >= self._active[0].end_time:
             reports += self._report()
             self._active = None
-        return q, v, a, reports
+        return self.output + (reports,)
 
     def _state_before(self, now, measured):
         """Return the state (q, v, a) a new trajectory starts from and its time.
 
-        Open loop: the last output at the previous update's time (the controller's
-        ``last_commanded_time_``), so the spline to the first point continues the
-        motion under way; closed loop: the measured state, now.
+        Open loop: the last command at the previous update's time (``last_commanded_state_`` at
+        ``last_commanded_time_``); closed loop: the measured state, now.
         """
         if self.open_loop or measured is None:
-            return self.reference, now if self._updated is None else min(self._updated, now)
+            return self.output, now if self._updated is None else min(self._updated, now)
         q, v = measured
         return (np.array(q, float), np.array(v, float), np.zeros(len(q))), now
 
     def _aligned(self, trajectory, now, start, state, at):
-        """(sampler, its time 0) of ``trajectory`` stamped ``start``, joined at ``now`` from ``state`` at ``at``."""
+        """(sampler, its time 0) of ``trajectory`` stamped ``start``, joined at ``now`` from ``state`` at ``at``.
+
+        The sampler covers ``now`` and every later time: from the state before when ``now`` is before the
+        first point, else from the last point at or before ``now``.
+        """
         t = trajectory
         past = int(np.searchsorted(start + t.times, now, side='right'))  # points at or before now
         if past == 0:  # from the state before, at its time, to the first point at its stamped time
@@ -219,10 +244,8 @@ class TrajectoryController:
             ahead = jtc.Trajectory(t.times + (start - at), t.positions, t.velocities, t.accelerations)
             return jtc.SplineSampler(q, v, ahead, a0=a), at
         k = past - 1
-        if past == len(t.times):  # all played out: hold the last point, as the controller does
-            t = jtc.Trajectory(t.times[k:] + 1e-9, t.positions[k:], _zeros_like(t.velocities, k),
-                               _zeros_like(t.accelerations, k))
-            return jtc.SplineSampler(t.positions[0], np.zeros(t.positions.shape[1]), t), now - 1.0
+        if past == len(t.times):  # all played out: a sampler that ends at once, so the last point is held
+            return jtc.SplineSampler(t.positions[k], None, jtc.Trajectory(np.zeros(1), t.positions[k:])), now
         rest = jtc.Trajectory(t.times[k + 1:] - t.times[k], t.positions[k + 1:], _tail(t.velocities, k + 1),
                               _tail(t.accelerations, k + 1))
         zero = np.zeros(t.positions.shape[1])
@@ -230,18 +253,25 @@ class TrajectoryController:
         a0 = zero if t.accelerations is None else t.accelerations[k]
         return jtc.SplineSampler(t.positions[k], v0, rest, a0=a0), start + t.times[k]
 
-    def _row(self, sampler, t, dt):
-        """Return the block of evaluated steps that holds time ``t`` and its row (evaluating a new block if needed)."""
+    def _row(self, t, dt):
+        """Return the block of evaluated samples whose row holds the reference at sampler time ``t``, and that row.
+
+        A new block is evaluated when needed: ``BLOCK_STEPS + 1`` samples ``dt`` apart from ``t``, those at or
+        after the sampler's end the trajectory's last point as the controller holds it.
+        """
         if self._block is not None:
-            row = int(round((t - self._block[0]) / dt))
-            if 0 <= row < len(self._block[1]):
+            row = int(round((t - self._block[0][0]) / dt))
+            if 0 <= row < BLOCK_STEPS:
                 return self._block, row
-        times = t + dt * np.arange(BLOCK_STEPS)
+        sampler, last = self._active[0], self._active[4]
+        times = t + dt * np.arange(BLOCK_STEPS + 1)
         q, v, a, _ = sampler.evaluate(times)
-        stepped = (np.diff(q, axis=0, prepend=self.reference[0][None]) / dt,
-                   np.diff(v, axis=0, prepend=self.reference[1][None]) / dt)
-        check = self.monitor.exceeded(q, v, a) | self.monitor.exceeded(q, *stepped)
-        self._block = (t, q, v, a) + stepped + (check,)
+        held = times >= sampler.end_time
+        q[held], v[held], a[held] = last
+        stepped = (np.diff(q[1:], axis=0, prepend=self.output[0][None]) / dt,
+                   np.diff(v[1:], axis=0, prepend=self.output[1][None]) / dt)
+        check = self.monitor.exceeded(q[1:], v[1:], a[1:]) | self.monitor.exceeded(q[1:], *stepped)
+        self._block = (times, q, v, a) + stepped + (check,)
         return self._block, 0
 
     def _report(self):
@@ -276,8 +306,12 @@ def _tail(values, k):
     return None if values is None else values[k:]
 
 
-def _zeros_like(values, k):
-    return None if values is None else np.zeros_like(values[k:])
+def _last_point(trajectory):
+    """Return the state (q, v, a) the controller holds from a trajectory's last point on (absent fields: zero)."""
+    q = trajectory.positions[-1]
+    zero = np.zeros_like(q)
+    return (q, zero if trajectory.velocities is None else trajectory.velocities[-1],
+            zero if trajectory.accelerations is None else trajectory.accelerations[-1])
 
 
 class StreamRate:

@@ -6,10 +6,12 @@ can be tested end to end.  ``controller_type`` chooses the controller:
 - ``joint_trajectory``: trajectory_msgs/JointTrajectory on
   ``<controller_name>/joint_trajectory``, validated as joint_trajectory_controller
   does (``jtc.validate``; a non-zero stamp whose last point is already past is
-  refused), taken over as it does (from its last output, open loop, sampled at
-  now against the stamp) and interpolated with its splines; where control_msgs
-  is importable, ``<controller_name>/controller_state``
-  (JointTrajectoryControllerState: reference, feedback, error, output);
+  refused), taken over as it does (from its last command, open loop) and
+  interpolated with its splines, commanded one update period ahead of the
+  physics time; where control_msgs is importable,
+  ``<controller_name>/controller_state`` (JointTrajectoryControllerState: the
+  reference at the update's time, the feedback read before it, the error, the
+  output: the command);
 - ``forward_position`` / ``forward_velocity``: std_msgs/Float64MultiArray on
   ``<controller_name>/commands`` in chain order; a wrong length is rejected and
   logged, values are applied as they arrive (velocities integrated).
@@ -262,9 +264,10 @@ class SimArmNode(Node):
             self.sim.command(q_des, v_des, a_des)
             steps += 1
             publish = steps % self._publish_every == 0
+            feedback = (self.sim.positions, self.sim.velocities) if publish else None  # read before the update
             self.sim.step(measure=publish)
             if publish:
-                self._publish_state()
+                self._publish_state(feedback)
             if now - window_wall >= 2.0:
                 self.rtf_pub.publish(Float64(data=(self.sim.time - window_sim) / (now - window_wall)))
                 window_wall, window_sim = now, self.sim.time
@@ -279,7 +282,8 @@ class SimArmNode(Node):
                                           'trajectory under way is joined with a jump',
                                           throttle_duration_sec=LOG_THROTTLE)
 
-    def _publish_state(self):
+    def _publish_state(self, feedback):
+        """Publish the state after the step just taken; ``feedback``: the (q, v) the controller read before it."""
         stamp = Time(seconds=self._epoch + self.sim.time).to_msg()  # the instant the state describes
         q, v = self.sim.positions, self.sim.velocities
         if self._enabled:
@@ -290,11 +294,14 @@ class SimArmNode(Node):
             self.tip_pub.publish(tip)
             self.accel_pub.publish(Float64MultiArray(data=self.sim.acceleration.tolist()))
         if self.controller_state_pub is not None:
-            # The controller sampled its reference at the start of the physics step just taken: stamped one
-            # step late, a reference moving at 0.4 rad/s would be 0.4 mrad off where a client replays it.
+            # As the controller's, the message describes the update before the physics step just taken: its
+            # reference sampled at the update's time, the state read before it, the command for the step.
+            # Stamped one step late, a reference moving at 0.4 rad/s would be 0.4 mrad off where a client
+            # replays it.
             updated = Time(seconds=self._epoch + self.sim.time - self.sim.timestep).to_msg()
             msg = JointTrajectoryControllerState()
-            fill_controller_state(msg, updated, self.joint_names, self.controller.reference, q, v)
+            fill_controller_state(msg, updated, self.joint_names, self.controller.reference,
+                                  self.controller.output[0], *feedback)
             self.controller_state_pub.publish(msg)
         if self.contact_pub is not None:
             self._publish_contacts()
@@ -331,8 +338,13 @@ def _header(stamp, frame_id=''):
     return Header(stamp=stamp, frame_id=frame_id)
 
 
-def fill_controller_state(msg, stamp, joint_names, reference, q, v):
-    """Fill a JointTrajectoryControllerState as joint_trajectory_controller does for a position interface."""
+def fill_controller_state(msg, stamp, joint_names, reference, command, q, v):
+    """Fill a JointTrajectoryControllerState as joint_trajectory_controller does for a position interface.
+
+    ``reference``: (q, v, a) of the trajectory at ``stamp`` (``state_desired_``); ``command``: the positions
+    written to the position interface (``command_next_``, one period ahead), read back as the output;
+    ``q``, ``v``: the joint state read at ``stamp``.
+    """
     q_ref, v_ref, a_ref = reference
     msg.header.stamp = stamp
     msg.joint_names = list(joint_names)
@@ -340,7 +352,7 @@ def fill_controller_state(msg, stamp, joint_names, reference, q, v):
                                          accelerations=a_ref.tolist())
     msg.feedback = JointTrajectoryPoint(positions=q.tolist(), velocities=v.tolist())
     msg.error = JointTrajectoryPoint(positions=(q_ref - q).tolist(), velocities=(v_ref - v).tolist())
-    msg.output = JointTrajectoryPoint(positions=q_ref.tolist())
+    msg.output = JointTrajectoryPoint(positions=np.asarray(command, float).tolist())
     if hasattr(msg, 'speed_scaling_factor'):  # kilted and later: this controller never scales
         msg.speed_scaling_factor = 1.0
 
