@@ -66,7 +66,7 @@ from .parameters import load_limits, move_limits, package_file, ParameterSet
 from .servo_loop import real_time, ServoLoop, wait_until
 from .servo_parameters import (FLOAT64_MULTI_ARRAY, JOINT_JOG, JOINT_STATE, model_arguments, SERVO_PARAMETERS,
                                settings_from)
-from .spin import run_node
+from .spin import real_time_threads, run_node
 from .target_frames import FrameError, TargetFrames
 from ..collision.backlog import MarkerBacklog
 from ..core.exceptions import ModelError
@@ -541,7 +541,10 @@ class ServoExecutor(SingleThreadedExecutor):
 
     The loop thread needs the interpreter lock that this thread holds while it
     runs a callback; under normal scheduling, other processes' load delays this
-    thread while it holds the lock, and the real-time loop waits behind it.
+    thread while it holds the lock, and the real-time loop waits behind it.  The
+    same holds for the process's other threads (the main thread, which wakes
+    for signals, and the middleware's, which hold the locks a publication
+    takes): they run one below it (thread_priority - 2).
     """
 
     def spin(self):
@@ -549,7 +552,19 @@ class ServoExecutor(SingleThreadedExecutor):
             priority = node.params['thread_priority'] if isinstance(node, ServoNode) else 0
             if priority > 1 and node.params['loop'] == 'thread':
                 real_time(node.get_logger(), priority - 1, 'executor thread')
+            if priority > 2 and node.params['loop'] == 'thread':
+                _other_threads_real_time(node.get_logger(), priority - 2)
         super().spin()
+
+
+def _other_threads_real_time(logger, priority):
+    """Run the process's threads not yet real-time under SCHED_FIFO at ``priority``; log the outcome."""
+    refused = real_time_threads(priority)
+    if refused:
+        logger.warning(f'the other threads keep normal scheduling: SCHED_FIFO priority {priority} refused '
+                       f'({refused})')
+        return
+    logger.info(f'the other threads run under SCHED_FIFO, priority {priority}')
 
 
 def main(args=None):

@@ -115,9 +115,12 @@ def real_time_threads(priority):
 
     For a process that stands in for a real-time controller (the simulator): its executor and the
     middleware's receive threads then take a command on time however busy the other cores are, as a
-    controller on a real robot does.  Threads started later keep normal scheduling.
+    controller on a real robot does.  Threads started later keep normal scheduling, and threads already
+    under a real-time policy at ``priority`` or above keep theirs (a node's loop thread above its executor).
     """
     for tid in os.listdir('/proc/self/task'):
+        if _real_time_priority(int(tid)) >= priority:
+            continue
         refused = _fifo(int(tid), priority)
         if refused:
             return refused
@@ -127,7 +130,9 @@ def real_time_threads(priority):
 def _fifo(tid, priority):
     """Put thread ``tid`` (a native id) under SCHED_FIFO at ``priority``; return None, or why it was refused.
 
-    A thread that ended meanwhile is no refusal: there is nothing left to schedule.
+    A thread that ended meanwhile is no refusal: there is nothing left to schedule.  Processes the thread
+    starts later (the kernels' background compiler: minutes of CPU) get normal scheduling
+    (SCHED_RESET_ON_FORK), not a real-time priority that would hold a core against the loop it serves.
 
     Args:
         tid: the kernel's id of the thread (``threading.get_native_id``, or an entry of /proc/self/task).
@@ -137,12 +142,22 @@ def _fifo(tid, priority):
         None, or the error text (no CAP_SYS_NICE, RLIMIT_RTPRIO below ``priority``, no such call on this OS).
     """
     try:
-        os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+        os.sched_setscheduler(tid, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(priority))
     except ProcessLookupError:
         return None
     except (OSError, AttributeError) as exc:  # AttributeError: a platform without sched_setscheduler
         return str(exc)
     return None
+
+
+def _real_time_priority(tid):
+    """Return the SCHED_FIFO or SCHED_RR priority of thread ``tid``, 0 under normal scheduling or once ended."""
+    try:
+        if (os.sched_getscheduler(tid) & ~os.SCHED_RESET_ON_FORK) in (os.SCHED_FIFO, os.SCHED_RR):
+            return os.sched_getparam(tid).sched_priority
+    except (OSError, AttributeError):   # ended meanwhile, or a platform without these calls
+        pass
+    return 0
 
 
 def settle_heap():

@@ -306,7 +306,7 @@ def test_every_fifo_request_is_one_call_and_the_servo_logs_its_answer(monkeypatc
     log = Log()
     answers[:] = [PermissionError(1, 'Operation not permitted')]
     servo_loop.real_time(log, 40, 'loop thread')
-    assert calls == [(threading.get_native_id(), os.SCHED_FIFO, 40)]
+    assert calls == [(threading.get_native_id(), os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, 40)]
     assert log.lines[-1][0] == 'warning' and 'Operation not permitted' in log.lines[-1][1]
     servo_loop.real_time(log, 39, 'executor thread')
     assert log.lines[-1] == ('info', 'executor thread runs under SCHED_FIFO, priority 39')
@@ -314,3 +314,66 @@ def test_every_fifo_request_is_one_call_and_the_servo_logs_its_answer(monkeypatc
     answers[:] = [ProcessLookupError(3, 'No such process')]
     assert spin.real_time_threads(20) is None   # the first thread had ended: the others are still asked
     assert sorted(tid for tid, _, _ in calls) == sorted(int(t) for t in os.listdir('/proc/self/task'))
+
+
+def in_thread(work):
+    """Return what ``work()`` returns when run in a thread of its own (whose scheduling ends with it)."""
+    out = []
+    thread = threading.Thread(target=lambda: out.append(work()))
+    thread.start()
+    thread.join()
+    return out[0]
+
+
+def test_a_process_started_by_a_real_time_thread_gets_normal_scheduling():
+    """The kernels' background compiler, started from the loop thread, must not hold a core at its priority."""
+    import os
+    import subprocess
+    import sys
+    from ik_solver.ros import spin
+
+    def start_child():
+        refused = spin.real_time(1)
+        if refused:
+            return refused
+        probe = 'import os; print(os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)'
+        return subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, timeout=60).stdout
+
+    out = in_thread(start_child)
+    if not out[:1].isdigit():
+        pytest.skip(f'SCHED_FIFO refused here: {out}')
+    assert out.split() == [str(os.SCHED_OTHER), '0']
+
+
+_THREADS_CHILD = """
+import os, threading
+from ik_solver.ros import spin
+ready, done = threading.Event(), threading.Event()
+def loop():
+    refused = spin.real_time(5)
+    print('loop', threading.get_native_id(), refused, flush=True)
+    ready.set()
+    done.wait(30)
+thread = threading.Thread(target=loop)
+thread.start()
+ready.wait(30)
+print('refused', spin.real_time_threads(2))
+for tid in os.listdir('/proc/self/task'):
+    print('thread', tid, os.sched_getparam(int(tid)).sched_priority)
+done.set()
+"""
+
+
+def test_the_other_threads_go_real_time_below_a_thread_already_above_them():
+    """real_time_threads raises every thread of the process to its priority and lowers none (the loop's)."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, '-c', _THREADS_CHILD], capture_output=True, text=True, timeout=60)
+    lines = [line.split() for line in out.stdout.splitlines()]
+    loop = next(line for line in lines if line[0] == 'loop')
+    if loop[2] != 'None':
+        pytest.skip(f'SCHED_FIFO refused here: {out.stdout}')
+    assert ['refused', 'None'] in lines, out.stdout + out.stderr
+    priorities = {tid: int(p) for kind, tid, p in (line for line in lines if line[0] == 'thread')}
+    assert priorities.pop(loop[1]) == 5
+    assert priorities and set(priorities.values()) == {2}
