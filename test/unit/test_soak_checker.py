@@ -7,7 +7,7 @@ joint_trajectory_controller's polynomials.
 """
 from ik_solver.motion.limits import JointLimits, MotionState
 from ik_solver.motion.timing import held, plan_move
-from ik_solver_demos.tools.soak import ControllerTrajectory, Limits, StreamCheck, TrajectoryCheck
+from ik_solver_demos.tools.soak_checks import ControllerTrajectory, Limits, StreamCheck, TrajectoryCheck
 import numpy as np
 import pytest
 
