@@ -347,11 +347,11 @@ def test_the_simulator_takes_commands_under_real_time_scheduling(sims):
 
 
 def _policies(pid):
-    """Return the set of scheduling policies of the threads of process ``pid``."""
+    """Return the set of scheduling policies of the threads of process ``pid`` (without the reset-on-fork flag)."""
     policies = set()
     for tid in os.listdir(f'/proc/{pid}/task'):
         try:
-            policies.add(os.sched_getscheduler(int(tid)))
+            policies.add(os.sched_getscheduler(int(tid)) & ~os.SCHED_RESET_ON_FORK)
         except ProcessLookupError:
             pass
     return policies
