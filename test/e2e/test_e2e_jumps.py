@@ -1,9 +1,12 @@
-"""No flips are executed: a 0.1 m line streamed as 100 targets with every method.
+"""No flips are executed: the stretch of a 0.1 m line around its flip, streamed with every method.
 
 The reproductions, in-process with the solver the node runs: from ``FLIPS['ik7']`` dls in mode 'first'
-without a jump threshold jumps joints by 3.7 rad at step 52 of the line; from ``FLIPS['panda']`` (the
-Panda of example-robot-data, found by a seeded search over random postures and directions) by 1.84 rad
-at step 60 (panda_joint3 0.11 -> -1.73, with joints 1, 2 and 5 swinging by 0.9 to 1.3 rad).
+without a jump threshold jumps joints by 3.7 rad at step 52 of the 100-step line; from ``FLIPS['panda']``
+(the Panda of example-robot-data, found by a seeded search over random postures and directions) by
+1.84 rad at step 60 (panda_joint3 0.11 -> -1.73, with joints 1, 2 and 5 swinging by 0.9 to 1.3 rad).
+The node is streamed the line's targets from ``LEAD`` steps before the flip to ``TAIL`` steps past it,
+the arm starting where the method reaches just before them along the line: the flip is the same (the
+reproduction test starts dls there and finds it), and the smooth steps far from it only cost time.
 Through the node (kinematic simulator, so the arm follows the commands exactly) with ``max_joint_jump``
 0.5 rad, no executed move changes a joint by more than 0.5 rad, with any method: a jump is avoided by
 the solver's jump_threshold or refused by the guard (reason joint_jump).
@@ -38,12 +41,25 @@ from trajectory_msgs.msg import JointTrajectory
 
 @dataclass(frozen=True)
 class Flip:
-    """A posture near a flip and a 0.1 m direction from its tip along which dls flips without a threshold."""
+    """A posture near a flip and a 0.1 m direction from its tip along which dls flips without a threshold.
+
+    The reported line: 100 targets 1 mm apart from the tip at ``start`` along ``direction``.
+    """
 
     start: np.ndarray
     direction: np.ndarray
     step: int           # the line's target at which dls (jump_threshold inf) flips
     jump: float         # its largest joint change [rad]
+
+    @property
+    def first(self):
+        """The first target streamed to the node: ``LEAD`` steps before the flip."""
+        return self.step - LEAD
+
+    @property
+    def last(self):
+        """The last target streamed to the node: ``TAIL`` steps past the flip."""
+        return self.step + TAIL
 
 
 FLIPS = {
@@ -57,6 +73,11 @@ FLIPS = {
 }
 PANDA = ('panda_description/urdf/panda.urdf', 'panda_link0', 'panda_hand_tcp')
 MAX_JUMP = 0.5
+#: Targets streamed before and after the flip: enough for the node's own path (seeded from the moving arm, not
+#: from the last solution) to run into the flip, and to follow the line on past it.
+LEAD, TAIL = 10, 10
+#: The node's jump_threshold (its default, and ik7.yaml's) [rad]: the approach to the stretch solves with it.
+NODE_JUMP_THRESHOLD = 0.5
 METHODS = ('transpose', 'pinv', 'dls', 'adaptive_dls', 'lm')
 #: Solve budget [s]: mode 'first' returns at the first solution; the budget only matters to a starved solve,
 #: and to the search for the closest solution after a jump.
@@ -70,29 +91,59 @@ LOADED_HOST = {'max_target_age': 2.0, 'joint_states_timeout': 2.0}
 STAMP_TOLERANCE = 0.01
 
 
-def _line(chain, flip):
-    """Return the 100 targets, 1 mm apart, from the tip at ``flip.start`` along ``flip.direction``."""
+def _line(chain, flip, first=1, last=100):
+    """Return the reported line's targets ``first`` to ``last``: 1 mm apart from the tip at ``flip.start``."""
     targets = []
-    for k in range(1, 101):
+    for k in range(first, last + 1):
         T = chain.fk(flip.start)
         T[:3, 3] += flip.direction * k / 100
         targets.append(T)
     return targets
 
 
-@pytest.mark.parametrize('name', sorted(FLIPS))
-def test_the_reported_dls_flip_reproduces_without_a_jump_threshold(request, name):
-    chain, flip = request.getfixturevalue(name), FLIPS[name]
+def _dls_follow(chain, flip, q, first, last):
+    """Follow the reported line's targets ``first`` to ``last`` from joints ``q`` with dls, without a jump threshold.
+
+    Returns:
+        (joints [rad] after the last target, {target k: its largest joint change [rad]} of the targets solved).
+    """
     solver = IKSolver(chain, method='dls', timeout=1.0, jump_threshold=np.inf)  # the first solution: unbounded
-    q, steps = flip.start, {}
-    for k, T in enumerate(_line(chain, flip), 1):
+    jumps = {}
+    for k, T in enumerate(_line(chain, flip, first, last), first):
         result = solver.solve(T, q)
         if result.success:
-            steps[k] = np.abs(result.joints - q).max()
+            jumps[k] = np.abs(result.joints - q).max()
             q = result.joints
-    k = max(steps, key=steps.get)
-    assert steps[k] > 1.0, steps  # the flip the node must never execute
-    assert (k, round(steps[k], 1)) == (flip.step, round(flip.jump, 1))
+    return q, jumps
+
+
+@pytest.mark.parametrize('name', sorted(FLIPS))
+def test_the_reported_dls_flip_reproduces_without_a_jump_threshold(request, name):
+    """From the posture the node's stretch starts at, dls flips as reported; the steps not streamed are smooth."""
+    chain, flip = request.getfixturevalue(name), FLIPS[name]
+    start, before = _dls_follow(chain, flip, flip.start, 1, flip.first - 1)
+    end, streamed = _dls_follow(chain, flip, start, flip.first, flip.last)
+    k = max(streamed, key=streamed.get)
+    assert streamed[k] > 1.0, streamed  # the flip the node must never execute
+    assert (k, round(streamed[k], 1)) == (flip.step, round(flip.jump, 1))
+    _, after = _dls_follow(chain, flip, end, flip.last + 1, 100)
+    assert max({**before, **after}.values()) < 0.1, (before, after)  # leaving them out loses no flip
+
+
+def _approach(chain, flip, method):
+    """Return the joints [rad] ``method`` reaches at the target before the stretch, following the line from its start.
+
+    As the node follows a line: mode 'first' with its jump threshold and solve budget, each solve seeded with
+    the previous solution.  Each method so meets the flip from its own path, as over the whole line, not from
+    another method's.
+    """
+    solver = IKSolver(chain, method=method, timeout=SOLVE_BUDGET, jump_threshold=NODE_JUMP_THRESHOLD)
+    q = flip.start
+    for T in _line(chain, flip, 1, flip.first - 1):
+        result = solver.solve(T, q)
+        if result.success:
+            q = result.joints
+    return q
 
 
 def _processes(name, chain):
@@ -116,6 +167,7 @@ def arm(request):
     chain = request.getfixturevalue(name)
     with Session(chain.joint_names) as s:
         s.name, s.chain = name, chain
+        s.flip = FLIPS[name]
         s.observer.base_link = chain.base_link
         s.sim, s.node = (s.add(p) for p in _processes(name, chain))
         assert s.observer.wait_ready(90.0), s.node.output() + s.sim.output()
@@ -137,11 +189,18 @@ def _stamp_seconds(stamp):
     return stamp.sec + stamp.nanosec * 1e-9
 
 
-def _position_at(arm, t):
-    """Return the simulated joints at ROS time ``t`` (interpolated between its stamped joint_states)."""
+def _positions_at(arm, instants):
+    """Return the simulated joints at each ROS time of ``instants`` (interpolated between its stamped joint_states).
+
+    Args:
+        instants: ROS times [s].
+
+    Returns:
+        One row of joint positions [rad] per instant.
+    """
     times, positions = zip(*list(arm.stamped))
     positions = np.array(positions)
-    return np.array([np.interp(t, times, positions[:, j]) for j in range(positions.shape[1])])
+    return np.array([np.interp(instants, times, positions[:, j]) for j in range(positions.shape[1])]).T
 
 
 def _configure(arm, **values):
@@ -201,7 +260,7 @@ def _stream_line(arm):
     (asserted: a trajectory the observer missed would leave a move unjudged).
     """
     t0 = time.monotonic()
-    sent = _stream(arm, _line(arm.chain, FLIPS[arm.name]))
+    sent = _stream(arm, _line(arm.chain, arm.flip, arm.flip.first, arm.flip.last))
     assert poll(lambda: _answered(arm, t0) >= sent, timeout=10.0), (sent, _answered(arm, t0))
     statuses = [s for s in arm.statuses_since(t0) if s.source == 'topic']
     published = sum(s.trajectory_published for s in statuses)
@@ -218,15 +277,17 @@ def _changes(arm, received):
     starts where the arm was, not where the previous move would have ended.  (Its points may sweep further
     than this change: a joint moving away from the new goal brakes first.)
     """
-    return np.array([np.abs(np.array(msg.points[-1].positions)
-                            - _position_at(arm, _stamp_seconds(msg.header.stamp))).max() for msg in received])
+    if not received:
+        return np.zeros(0)
+    starts = _positions_at(arm, [_stamp_seconds(msg.header.stamp) for msg in received])
+    ends = np.array([msg.points[-1].positions for msg in received])
+    return np.abs(ends - starts).max(axis=1)
 
 
 @pytest.mark.parametrize('method', METHODS)
 def test_no_executed_move_jumps_along_the_line(arm, method):
-    flip = FLIPS[arm.name]
     _configure(arm, method=method, timeout=SOLVE_BUDGET)
-    _reset(arm, flip.start)
+    _reset(arm, _approach(arm.chain, arm.flip, method))
     statuses, received = _stream_line(arm)
     reasons = [s.reason for s in statuses]
     assert set(reasons) <= ALLOWED_REASONS, reasons
@@ -243,7 +304,7 @@ def test_the_flip_is_refused_when_the_solver_may_return_it(arm):
     """With no jump threshold the node's dls returns the flip: the guard refuses it (joint_jump), nothing jumps."""
     _configure(arm, method='dls', timeout=SOLVE_BUDGET, jump_threshold=100.0)
     try:
-        _reset(arm, FLIPS[arm.name].start)
+        _reset(arm, _dls_follow(arm.chain, arm.flip, arm.flip.start, 1, arm.flip.first - 1)[0])  # as reproduced
         statuses, received = _stream_line(arm)
         assert 'joint_jump' in [s.reason for s in statuses], [s.reason for s in statuses]
         assert _changes(arm, received).max(initial=0.0) <= MAX_JUMP + STAMP_TOLERANCE
