@@ -33,6 +33,15 @@ ACCELERATION = 2.0      # rad/s^2, every joint (the joint_limits file both nodes
 PERIOD = 0.01
 TIMEOUT = 0.2           # incoming_command_timeout: generous, a loaded machine delays the test's stream
 MARGIN = 0.1
+#: The P gain [1/s] of the jog home: from its 0.5 rad/s cap it brakes at 1.5 rad/s^2 (inside ACCELERATION), and
+#: it closes the last 2 mm-rad in about 60 % of the time of jog_to's default gain of 2.
+HOMING_GAIN = 3.0
+#: The joint jogged into its limit: joint4 (the elbow), 0.56 rad from its lower stop at home, folding away from
+#: the stretched singularity (the wrist roll, joint7, would travel 3 rad there and 3 rad home again).
+LIMIT_JOINT = 3
+#: The servo stops a twist into the stretched singularity well before this [s] (about 4 s unloaded); the test
+#: streams on for HALT_HOLD [s] once the arm is still, to show it stays halted while commanded.
+SINGULARITY_STREAM, HALT_HOLD = 6.0, 0.5
 #: Every node of this module runs in it: a ROS domain shared by chance with another test's simulator
 #: (domains are picked from the process id) cannot feed this module's servo.
 NAMESPACE = f'/servo_test_{os.getpid()}'
@@ -91,7 +100,7 @@ def arm(ros, ik7, limits_file):
 
 
 def at_home(arm):
-    assert arm.client.jog_to(HOME), arm.logs()
+    assert arm.client.jog_to(HOME, gain=HOMING_GAIN), arm.logs()
     return time.monotonic()
 
 
@@ -225,9 +234,32 @@ def test_a_one_second_twist_moves_the_tip_that_far(arm, measurements, case):
     assert accept(results[-1]), results
 
 
+#: The servo's answers to a twist into the singularity: braking, then stopped at the hard threshold.
+SINGULAR = {Status.DECELERATE_FOR_APPROACHING_SINGULARITY, Status.HALT_FOR_SINGULARITY}
+
+
+def halted_at_the_singularity(arm, seconds):
+    """Return a predicate: for ``seconds`` the servo's latest status is SINGULAR and every joint is under 0.05 rad/s.
+
+    Still for another reason (the arm at rest before the twist arrives, a STALE_STATE halt on a loaded host)
+    does not count: the stream goes on as long as it would without this predicate.
+    """
+    still = []
+
+    def halted():
+        status = arm.client.latest(arm.client.statuses)
+        stopped = status is not None and status.code in SINGULAR \
+            and np.abs(arm.client.latest(arm.client.joints)[1]).max() < 0.05
+        now = time.monotonic()
+        still[:] = (still or [now]) if stopped else []
+        return bool(still) and now - still[0] >= seconds
+    return halted
+
+
 def test_stretching_into_the_singularity_decelerates_halts_and_reversing_leaves(arm, ik7):
     since = at_home(arm)
-    arm.client.stream(lambda t: arm.client.twist((0.15, 0.0, 0.0)), 6.0)
+    arm.client.stream(lambda t: arm.client.twist((0.15, 0.0, 0.0)), SINGULARITY_STREAM,
+                      until=halted_at_the_singularity(arm, HALT_HOLD))
     statuses = arm.client.since(arm.client.statuses, since)
     codes = {m.code for _, m in statuses}
     assert Status.DECELERATE_FOR_APPROACHING_SINGULARITY in codes, codes
@@ -257,23 +289,24 @@ def test_stretching_into_the_singularity_decelerates_halts_and_reversing_leaves(
 def test_jogging_a_joint_toward_its_limit_stops_at_the_margin(arm, ik7):
     since = at_home(arm)
     q0, _ = arm.client.latest(arm.client.joints)
-    stop = ik7.upper[6] - MARGIN
+    j, name = LIMIT_JOINT, ik7.joint_names[LIMIT_JOINT]
+    stop = ik7.lower[j] + MARGIN
 
     def near_stop():
-        return arm.client.latest(arm.client.joints)[0][6] > stop - 0.01
+        return arm.client.latest(arm.client.joints)[0][j] < stop + 0.01
 
-    # held until the joint nears its stop (~3 s unloaded; longer when a loaded machine starves the stream),
+    # held until the joint nears its stop (~1 s unloaded; longer when a loaded machine starves the stream),
     # then held on for 1 s against the stop
-    arm.client.stream(lambda t: arm.client.jog(['joint7'], [1.0]), 20.0, until=near_stop)
-    arm.client.stream(lambda t: arm.client.jog(['joint7'], [1.0]), 1.0)
+    arm.client.stream(lambda t: arm.client.jog([name], [-1.0]), 20.0, until=near_stop)
+    arm.client.stream(lambda t: arm.client.jog([name], [-1.0]), 1.0)
     assert arm.client.wait_rest()
     q, _ = arm.client.latest(arm.client.joints)
-    assert stop - 0.01 < q[6] < stop + 0.005, (q[6], stop)
-    measured = np.array([s[0][6] for _, s in arm.client.since(arm.client.joints, since)])
-    assert measured.max() < stop + 0.005
+    assert stop - 0.005 < q[j] < stop + 0.01, (q[j], stop)
+    measured = np.array([s[0][j] for _, s in arm.client.since(arm.client.joints, since)])
+    assert measured.min() > stop - 0.005
     codes = {m.code for _, m in arm.client.since(arm.client.statuses, since)}
     assert Status.JOINT_BOUND in codes
-    assert np.abs(np.delete(q - q0, 6)).max() < 2e-3    # only the named joint moved
+    assert np.abs(np.delete(q - q0, j)).max() < 2e-3    # only the named joint moved
     commands_within_limits(arm, ik7, since)
     no_violations(arm, since)
 
