@@ -9,7 +9,11 @@ first command.  ``StatePlausibility`` believes a reading only when it agrees
   (``limit_slack`` of encoder noise is clamped), a reported velocity within
   ``velocity_factor`` times the limit;
 - with time: stamped no later than now (``clock_tolerance``) and not before the
-  last believed reading;
+  last believed reading; a stamp after now but within the tolerance is taken
+  as now, so a reading dated ahead gains no reach from its stamp (else a lie
+  stamped ahead of a true stream would be granted the stream's delivery delay
+  as travel time, and, once believed, would make the true readings look out of
+  order);
 - with what the arm can have done since the last believed reading: within
   ``tolerance`` plus the distance the velocity and acceleration limits allow in
   the elapsed time, an elapsed time counted up to ``pause`` at most, so the
@@ -117,7 +121,8 @@ class PlausibilitySettings:
     - settle_count, settle_time: the run of consistent readings a pause requires (count, span [s]);
     - resettle_time: the span [s] a run needs when it contradicts the believed state or the last command;
     - clock_tolerance: how far after now a stamp may lie [s];
-    - timeout: age [s] (since reception) beyond which the believed state is stale.
+    - timeout: age [s] (since reception) beyond which the believed state is stale;
+    - source: what the readings are called in messages (e.g. 'joint_states', 'controller_state').
     """
 
     names: tuple
@@ -134,6 +139,7 @@ class PlausibilitySettings:
     resettle_time: float = RESETTLE_TIME
     clock_tolerance: float = CLOCK_TOLERANCE
     timeout: float = TIMEOUT
+    source: str = 'joint_states'
 
     def __post_init__(self):
         """Turn the limits into arrays of one value per joint; ValueError names what does not fit."""
@@ -212,8 +218,8 @@ class Expectation:
 class Assessment:
     """The model's answer: a verdict, a message for people, and the believed state when there is one.
 
-    ``state`` (chain order, clamped into the limits, acceleration zero, ``time`` = the reading's stamp) is set
-    only for BELIEVED.
+    ``state`` (chain order, clamped into the limits, acceleration zero, ``time`` = the reading's stamp, at most
+    the instant it was judged) is set only for BELIEVED.
     """
 
     verdict: Verdict
@@ -302,8 +308,9 @@ class StatePlausibility:
             return newest
         age = now - self._newest_received
         if age > self._settings.timeout:
-            return Assessment(Verdict.STALE, f'joint_states are {age:.2f} s old (joint_states_timeout '
-                                             f'{self._settings.timeout:g} s)')
+            s = self._settings
+            name = 'joint_states_timeout' if s.source == 'joint_states' else 'timeout'
+            return Assessment(Verdict.STALE, f'{s.source} are {age:.2f} s old ({name} {s.timeout:g} s)')
         return newest
 
     # -- the checks, in order ---------------------------------------------------------------------------------
@@ -314,11 +321,12 @@ class StatePlausibility:
         if isinstance(record, Assessment):
             return record
         if record.stamp > now + s.clock_tolerance:
-            return Assessment(Verdict.FUTURE_STAMP, f'joint_states stamped {record.stamp - now:.3f} s in the future '
+            return Assessment(Verdict.FUTURE_STAMP, f'{s.source} stamped {record.stamp - now:.3f} s in the future '
                                                     f'(clock tolerance {s.clock_tolerance:g} s)')
+        record.stamp = min(record.stamp, now)   # ahead within the clock tolerance: now, no reach gained
         b = self._believed
         if b is not None and record.stamp < b.stamp:
-            return Assessment(Verdict.OUT_OF_ORDER, f'joint_states stamped {b.stamp - record.stamp:.3f} s before '
+            return Assessment(Verdict.OUT_OF_ORDER, f'{s.source} stamped {b.stamp - record.stamp:.3f} s before '
                                                     'the last believed reading')
         refusal = self._within_limits(record)
         if refusal is not None:
@@ -355,7 +363,7 @@ class StatePlausibility:
         bad = ~np.isfinite(q) | ~np.isfinite(v)
         if bad.any() or not np.isfinite(reading.stamp):
             joint = s.names[int(np.argmax(bad))] if bad.any() else 'the stamp'
-            return Assessment(Verdict.NOT_FINITE, f'joint_states has NaN or inf for {joint}')
+            return Assessment(Verdict.NOT_FINITE, f'{s.source} has NaN or inf for {joint}')
         received = reading.stamp if reading.received is None else reading.received
         speed = s.velocity if velocity is None else np.abs(v)
         return _Record(q, v, speed, float(reading.stamp), float(received))
@@ -368,7 +376,7 @@ class StatePlausibility:
         where = {name: i for i, name in enumerate(names)}
         missing = [name for name in self._settings.names if name not in where]
         if missing:
-            return Assessment(Verdict.MALFORMED, f'joint_states lack {", ".join(missing)}')
+            return Assessment(Verdict.MALFORMED, f'{self._settings.source} readings lack {", ".join(missing)}')
         if len(self._orders) >= ORDERS_KEPT:
             self._orders.clear()
         order = self._orders[names] = np.array([where[name] for name in self._settings.names])
@@ -381,13 +389,13 @@ class StatePlausibility:
         outside = (q < low) | (q > high)
         if outside.any():
             i = int(np.argmax(outside))
-            return Assessment(Verdict.OUTSIDE_LIMITS, f'joint_states put {s.names[i]} at {q[i]:.4f}, outside the '
+            return Assessment(Verdict.OUTSIDE_LIMITS, f'{s.source} puts {s.names[i]} at {q[i]:.4f}, outside the '
                                                       f'joint limits [{low[i]:.4f}, {high[i]:.4f}]')
         record.position = np.clip(q, s.lower, s.upper)
         fast = np.abs(record.velocity) > s._fastest
         if fast.any():
             i = int(np.argmax(fast))
-            return Assessment(Verdict.VELOCITY_BEYOND_LIMIT, f'joint_states give {s.names[i]} a velocity of '
+            return Assessment(Verdict.VELOCITY_BEYOND_LIMIT, f'{s.source} gives {s.names[i]} a velocity of '
                                                              f'{record.velocity[i]:.4g}, beyond {s.velocity_factor:g} '
                                                              f'x its limit {s.velocity[i]:g}')
         return None
@@ -401,7 +409,7 @@ class StatePlausibility:
         if not outside.any():
             return None
         i = int(np.argmax(outside))
-        return Assessment(Verdict.OFF_COMMAND, f'joint_states put {s.names[i]} at {record.position[i]:.4f}, outside '
+        return Assessment(Verdict.OFF_COMMAND, f'{s.source} puts {s.names[i]} at {record.position[i]:.4f}, outside '
                                                f'where the last command can have taken it [{low[i]:.4f}, '
                                                f'{high[i]:.4f}]')
 
@@ -415,7 +423,7 @@ class StatePlausibility:
         if not over.any():
             return None
         i = int(np.argmax(over))
-        return (f'joint_states jumped {s.names[i]} by {moved[i]:.3f} in {elapsed:.3f} s, more than its velocity '
+        return (f'{s.source} jumped {s.names[i]} by {moved[i]:.3f} in {elapsed:.3f} s, more than its velocity '
                 f'and acceleration limits allow ({allowed[i]:.3f} with state_tolerance {s.tolerance:g})')
 
     def _settle(self, record, refusal, waived=None, surprising=False):
@@ -452,7 +460,7 @@ class StatePlausibility:
             return self._believe(record)
         if refusal is not None:
             return refusal
-        return Assessment(Verdict.SETTLING, f'joint_states resumed: {len(self._run)} consistent readings over '
+        return Assessment(Verdict.SETTLING, f'{s.source} resumed: {len(self._run)} consistent readings over '
                                             f'{span:.3f} s, {s.settle_count} over {needed:g} s needed before '
                                             'the arm moves')
 
