@@ -4,6 +4,12 @@ joint_trajectory_controller interpolates a new trajectory from its own reference
 joints: a move planned from anything else starts with a step.  So the reference wins when the controller
 publishes it; else our replay of the last command (``CommandHistory``) stands for it; the measurement is
 the start only when neither exists, or when the replay (only our guess) disagrees with it.
+
+A reference that does not follow our commands (another client moved the arm, or none was sent) is believed
+only where the arm is: a real controller's setpoint tracks the measured joints within its tracking error, so
+one further than ``REFERENCE_TRACKING`` from the measurement is refused, not started from.  The plausibility
+model alone cannot unmask a lie of a few hundredths of a radian that replaces the reference stream over a
+gap, or one stamped a little ahead of it; the independent measurement can.
 """
 from dataclasses import replace
 
@@ -24,6 +30,12 @@ class StateError(Exception):
 
 #: Below this speed on every joint a measurement is at rest: its old reading is the arm's state now [rad/s or m/s].
 AT_REST = 1e-3
+#: A controller's reference that does not follow our commands must be this close to the measured state at
+#: rest, compared at the measurement's instant [rad or m]: a setpoint's tracking error, below state_tolerance.
+REFERENCE_TRACKING = 0.02
+#: ...plus the distance its velocity covers in this time [s]: a controller's tracking error grows with speed,
+#: and the two instants compared are known only to a few controller periods (stamps, delivery).
+REFERENCE_LAG = 0.03
 
 
 def choose_start(measured, controller, history, now, tolerance, lower, upper):
@@ -50,21 +62,56 @@ def choose_start(measured, controller, history, now, tolerance, lower, upper):
 
     Raises:
         StateError: 'inconsistent_state' when the measurement is further than ``tolerance`` from the
-            controller's reference: the arm does not follow its commands, and a move planned from the
-            measurement would make the controller jump from its reference.
+            controller's reference that follows our commands: the arm does not follow its commands, and a
+            move planned from the measurement would make the controller jump from its reference; likewise
+            when a reference that does not follow our commands is further than ``REFERENCE_TRACKING`` from
+            the measurement (plus its allowance for speed).
     """
-    reference, compared = controller, controller
-    if reference is None or history.follows(reference):
-        replay = history.reference(now)
-        reference = None if replay is None else replace(replay, time=now)
-        at = now if measured.time is None else measured.time
-        compared = None if replay is None else history.reference(at)
+    if controller is not None and not history.follows(controller):
+        return _unfollowed_reference(measured, controller, tolerance, lower, upper)
+    replay = history.reference(now)
+    at = now if measured.time is None else measured.time
+    compared = None if replay is None else history.reference(at)
     apart = np.inf if compared is None else np.abs(compared.position - measured.position).max()
     if apart > tolerance:
         if controller is not None:
             raise StateError('inconsistent_state', f"the arm is {apart:.3f} rad from the controller's reference "
                              f'(state_tolerance {tolerance:g}): it is not following its commands')
         return _measured_start(measured, now)
+    return replace(replay, time=now, position=np.clip(replay.position, lower, upper))
+
+
+def _unfollowed_reference(measured, reference, tolerance, lower, upper):
+    """Return a reference that does not follow our commands as the start, if the arm is where it says.
+
+    The reference is carried to the measurement's instant with its own velocity (a setpoint moves smoothly;
+    the two messages describe instants milliseconds apart), then each joint must lie within
+    ``REFERENCE_TRACKING`` plus ``REFERENCE_LAG`` times its speed (or ``tolerance``, if tighter) of the
+    measurement.
+
+    Args:
+        measured: the believed measured MotionState.
+        reference: the controller's reference (MotionState at its instant).
+        tolerance: state_tolerance [rad or m].
+        lower: position limits [rad or m].
+        upper: likewise.
+
+    Returns:
+        The reference, clipped into the limits, keeping its own instant.
+
+    Raises:
+        StateError: 'inconsistent_state' when the reference is further from the measurement: it neither
+            follows our commands nor the arm, so it is not believed.
+    """
+    elapsed = 0.0 if measured.time is None or reference.time is None else measured.time - reference.time
+    apart = np.abs(reference.position + reference.velocity * elapsed - measured.position)
+    bound = np.minimum(tolerance, REFERENCE_TRACKING + REFERENCE_LAG * np.abs(reference.velocity))
+    off = ~(apart <= bound)
+    if off.any():
+        i = int(np.argmax(off))
+        raise StateError('inconsistent_state', f"the arm is {apart[i]:.3f} rad from the controller's reference, "
+                         f'which does not follow our commands (a setpoint tracks the arm within {bound[i]:.3f} '
+                         'at its speed): no move starts from it')
     return replace(reference, position=np.clip(reference.position, lower, upper))
 
 
