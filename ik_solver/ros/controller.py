@@ -20,20 +20,28 @@ Command interfaces:
 
 The reference is believed only through a ``motion.plausibility.StatePlausibility`` when one is given (the
 node's: a setpoint moves within the limits, so a tight tolerance unmasks a lie between two messages) and
-never when stamped in the future.
+never when stamped in the future.  The model's ``pause`` is cut to ``REFERENCE_PAUSE``: a controller
+publishes every few milliseconds, so a longer silence is no continuity, and the reach it would grant (a
+quarter second of full acceleration) exceeds the tight tolerance; after it a run of consistent references
+must settle first.  Header stamps are turned into monotonic instants through one offset
+(``stamps.MonotonicStamps``), as joint_states are: reading both clocks anew for each message put a thread's
+preemption into the stamp, and a true reference then looked older than the one before it.
 
 ``on_event(execution, error_code, message)`` is called from executor threads; ``error_code`` is
 control_msgs' (0 = SUCCESSFUL; ``REJECTED_CODE`` for a rejected goal).  With no action server, ``send`` says so to
 its caller instead: nothing was sent.
 """
+from dataclasses import replace
 import threading
 import time
 
 import numpy as np
 from rclpy.action import ActionClient
+from rclpy.time import Time
 from trajectory_msgs.msg import JointTrajectory
 
 from .joint_states import StateError
+from .stamps import MonotonicStamps
 from ..motion.limits import MotionState
 from ..motion.plausibility import CLOCK_TOLERANCE, Reading, Verdict
 
@@ -49,6 +57,11 @@ EXECUTIONS = ('sent', 'accepted', 'rejected', 'succeeded', 'aborted', 'canceled'
 REJECTED_CODE = -1
 #: action_msgs/GoalStatus terminal codes -> our execution names (any other status is reported as aborted).
 TERMINAL_STATUS = {4: 'succeeded', 5: 'canceled', 6: 'aborted'}
+#: Longest silence of the reference across which continuity is assumed [s]: a few periods of a controller
+#: (it publishes at its update rate, 100 Hz and more); the reach over it at rest stays within a hundredth.
+REFERENCE_PAUSE = 0.05
+#: How the model's messages name the reference.
+SOURCE = 'controller_state'
 
 
 class ControllerError(ValueError):
@@ -58,13 +71,13 @@ class ControllerError(ValueError):
 class ControllerInterface:
     """Sends trajectories to one joint_trajectory_controller and reads its reference; see the module docstring.
 
-    ``state_type``, ``action_type`` and ``action_client_class`` default to control_msgs' and rclpy's; tests
-    pass stand-ins.
+    ``state_type``, ``action_type`` and ``action_client_class`` default to control_msgs' and rclpy's, and
+    ``monotonic_ns`` to ``time.monotonic_ns``; tests pass stand-ins (a simulated clock).
     """
 
     def __init__(self, node, joint_names, trajectory_topic, controller_name, command_interface='topic',
                  on_event=None, callback_group=None, *, state_type=None, action_type=None,
-                 action_client_class=None, plausibility=None):
+                 action_client_class=None, plausibility=None, monotonic_ns=None):
         if command_interface not in COMMAND_INTERFACES:
             raise ControllerError(f"command_interface must be one of {', '.join(COMMAND_INTERFACES)}, "
                                   f'got {command_interface!r}')
@@ -77,8 +90,13 @@ class ControllerInterface:
         self._names = list(joint_names)
         self._on_event = on_event
         self._lock = threading.Lock()
-        self._latest = None          # (monotonic receipt time, header stamp s, MotionState) of the last usable state
+        self._latest = None          # (receipt, described instant or None, MotionState), monotonic [s]
         self._plausibility = plausibility   # StatePlausibility judging each reference, or None
+        if plausibility is not None:
+            s = plausibility.settings
+            plausibility.settings = replace(s, pause=min(s.pause, REFERENCE_PAUSE), source=SOURCE)
+        self._monotonic_ns = monotonic_ns or time.monotonic_ns
+        self._stamps = MonotonicStamps(node.get_clock(), self._monotonic_ns)
         self._refused = None         # the plausibility model's refusal of the newest reference (Assessment)
         self._logged = set()         # reasons already logged: a bad state stream warns once per reason
         self._sequence = 0           # number of the last goal sent
@@ -116,24 +134,25 @@ class ControllerInterface:
             latest, refused = self._latest, self._refused
         if refused is not None:
             raise StateError(refused.reason, f'{self.state_topic}: {refused.message}', refused.verdict)
-        now = time.monotonic()
+        now = self._monotonic_ns() * 1e-9
         if latest is None or now - latest[0] > max_age:
             return None
-        received, stamp, state = latest
+        received, described, state = latest
         at = received
-        if stamp > 0.0:
-            age = self._node.get_clock().now().nanoseconds * 1e-9 - stamp
+        if described is not None:
+            age = now - described
             if age > max_age:
                 self._warn_once(f'reference stamped {age:.3f} s before now (more than {max_age} s)')
                 return None
-            at = now - max(0.0, age)
+            at = min(described, now)
         return MotionState(state.position.copy(), state.velocity.copy(), state.acceleration.copy(), at)
 
     def _on_state(self, msg):
         state, problem = reference_state(msg, self._names)
-        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        now = time.monotonic()
-        ahead = stamp - self._node.get_clock().now().nanoseconds * 1e-9 if stamp > 0.0 else 0.0
+        stamp = Time.from_msg(msg.header.stamp).nanoseconds
+        now = self._monotonic_ns() * 1e-9
+        described = self._stamps.instant(stamp) if stamp > 0 else None
+        ahead = 0.0 if described is None else described - now
         refused = None
         if state is not None and self._plausibility is not None:
             with self._lock:
@@ -145,7 +164,7 @@ class ControllerInterface:
             state, problem = None, f'reference stamped {ahead:.3f} s in the future (clock tolerance ' \
                                    f'{CLOCK_TOLERANCE:g} s)'
         with self._lock:
-            self._latest = None if state is None else (now, stamp, state)
+            self._latest = None if state is None else (now, described, state)
             self._refused = refused
         if problem is not None:
             self._warn_once(problem)

@@ -278,7 +278,7 @@ def test_a_judged_reference_stamped_in_the_future_refuses_every_move():
     _reference_stream(node, callback, [1.0, 2.0, 3.0], 0.15)
     lie = JointTrajectoryPoint(positions=[1.05, 2.0, 3.0], velocities=[0.0] * 3)
     callback(FakeState(NAMES, lie, _stamp(node.clock.nanoseconds + 10 * 10**9)))
-    with pytest.raises(StateError, match='10.000 s in the future') as refused:
+    with pytest.raises(StateError, match=r'\d\.\d{3} s in the future') as refused:
         interface.reference(max_age=1.0)
     assert refused.value.verdict.name == 'FUTURE_STAMP'
 
