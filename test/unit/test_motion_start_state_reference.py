@@ -35,12 +35,12 @@ def test_a_reference_off_the_arm_at_rest_is_refused(lie):
 def test_a_lie_on_a_moving_arm_is_refused_and_the_true_reference_is_the_start():
     """At 1 rad/s, the measurement 8 ms older than the reference: compared at one instant.
 
-    Moving, a setpoint leads the arm by a tracking error that grows with speed (here 0.03 rad): believed.  A
+    Moving, a setpoint leads the arm by a tracking error that grows with speed (here 0.025 rad): believed.  A
     lie beyond that allowance, on the joint that moves or on one at rest, is refused.
     """
     v = (1.0, 0.0)
     measured = _state([0.5, 0.2], v, t=NOW - 0.010)
-    true = _state([0.508 + 0.03, 0.2], v, t=NOW - 0.002)     # where the arm is 8 ms later, plus the lag
+    true = _state([0.508 + 0.025, 0.2], v, t=NOW - 0.002)     # where the arm is 8 ms later, plus the lag
     start = _start(measured, true)
     np.testing.assert_allclose(start.position, true.position)
     assert start.time == true.time
@@ -48,6 +48,9 @@ def test_a_lie_on_a_moving_arm_is_refused_and_the_true_reference_is_the_start():
     for lie in ([allowance + 0.01, 0.0], [0.0, 0.03]):
         with pytest.raises(StateError):
             _start(measured, _state(np.array([0.508, 0.2]) + lie, v, t=NOW - 0.002))
+    # The attack reproduced on the graph: a 0.04 rad lie while the arm moves at 0.74 rad/s.
+    with pytest.raises(StateError):
+        _start(_state([0.5, 0.2], (0.74, 0.0), t=NOW - 0.01), _state([0.5 + 0.04, 0.2], (0.74, 0.0), t=NOW - 0.01))
 
 
 def test_a_reference_within_its_tracking_error_is_the_start():
