@@ -1,7 +1,7 @@
 """Where the IK node's trajectories join the motion under way, as joint_trajectory_controller executes them.
 
 A stream of targets goes through the commander on a simulated clock, and every trajectory it sends is
-replayed by the soak's checker (``tools.soak.TrajectoryCheck``, written from ros2_controllers'
+replayed by the soak's checker (``tools.soak_checks.TrajectoryCheck``, written from ros2_controllers'
 trajectory.cpp and joint_trajectory_controller.cpp, independent of the guard and of ``motion/jtc.py``): from
 an arrival a few milliseconds after it was sent, its header.stamp a few microseconds off the instant the
 commander meant (the node reads its clock again to stamp a message), and the controller's state before it
@@ -11,7 +11,7 @@ join may velocity, acceleration or jerk leave them.
 from ik_solver.motion.command_history import CommandHistory
 from ik_solver.motion.commander import Commander, CommanderSettings, StateSources
 from ik_solver.motion.limits import JointLimits, MotionState
-from ik_solver_demos.tools.soak import Limits, TrajectoryCheck
+from ik_solver_demos.tools.soak_checks import Limits, TrajectoryCheck
 import numpy as np
 import pytest
 
