@@ -53,12 +53,12 @@ class Flip:
 
     @property
     def first(self):
-        """The first target streamed to the node: ``LEAD`` steps before the flip."""
+        """Return the first target streamed to the node: ``LEAD`` steps before the flip."""
         return self.step - LEAD
 
     @property
     def last(self):
-        """The last target streamed to the node: ``TAIL`` steps past the flip."""
+        """Return the last target streamed to the node: ``TAIL`` steps past the flip."""
         return self.step + TAIL
 
 

@@ -145,13 +145,19 @@ def test_a_smooth_stream_passes_and_a_jump_is_flagged(limits):
     assert 'velocity over one period' in _quantities(found), found
 
 
-def test_a_late_command_that_keeps_the_pace_passes_and_one_that_jumps_is_flagged(limits):
+def test_a_late_command_that_keeps_the_pace_passes_and_one_that_catches_up_is_flagged(limits):
     period = 0.01
-    stream = StreamCheck(limits, period)
     sent = [100.0 + k * period for k in range(20)] + [100.26, 100.29, 100.30]  # starved: 70 ms, then 30 ms late
-    q = [np.array([0.1 * (t - 100.0), 0.0]) for t in sent]                        # 0.1 rad/s throughout
     moving = np.array([-0.1 * period, 0.0])                                       # where it was a period before
-    assert all(stream.check(t, qi, held=moving) == [] for t, qi in zip(sent, q))
+    # one period of motion per command however late it is sent (0.1 rad/s per command): the arm moves slower
+    stream = StreamCheck(limits, period)
+    paced = [np.array([0.1 * period * k, 0.0]) for k in range(len(sent))]
+    assert all(stream.check(t, qi, held=moving) == [] for t, qi in zip(sent, paced))
     # 35 mrad more in one period: a jump of 3.5 rad/s
-    found = stream.check(100.31, q[-1] + [0.035, 0.0])
+    found = stream.check(100.31, paced[-1] + [0.035, 0.0])
     assert 'velocity over one period' in _quantities(found), found
+    # a sender that catches up the 70 ms in one command steps 8 periods' motion at once
+    stream = StreamCheck(limits, period)
+    caught_up = [np.array([0.1 * (t - 100.0), 0.0]) for t in sent]
+    found = [v for t, qi in zip(sent, caught_up) for v in stream.check(t, qi, held=moving)]
+    assert 'acceleration over one period' in _quantities(found), found

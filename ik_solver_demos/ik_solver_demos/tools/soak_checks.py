@@ -21,9 +21,6 @@ CONTROL_PERIOD = 0.001
 #: Relative tolerance of velocity, acceleration and jerk limits (the guard's 1 %); positions: POSITION_EPS.
 TOLERANCE = 0.01
 POSITION_EPS = 1e-6
-#: The most periods one late stream command may stand for (a longer pause: the stream stopped), and the speed
-#: [rad/s] below which a stream is at rest.
-MAX_PERIODS, REST = 100, 1e-6
 #: Truth samples further apart than this [s] (the simulator's physics skipped ahead) judge no command between.
 TRUTH_GAP = 0.05
 
@@ -282,12 +279,11 @@ class TrajectoryCheck:
 class StreamCheck:
     """Checks a forward_position command stream: positions, and its differences as the controller takes them.
 
-    A command's step from the one before is judged over one period (the controller jumps to it, however
-    late it came).  Accelerations and jerks are judged on the sender's schedule: a command stands for one
-    period of motion (its send times jitter, its motion does not), or, sent late by a sender starved of CPU,
-    for up to the periods that elapsed (it may have caught up, or sent the missed cycle late): the number
-    that changes the velocity least.  After a pause the controller held the last command, so the first
-    command after it is a step from that.
+    The controller jumps to each command however late it came, so a stream is judged command by command,
+    each one period of motion: its step over one period, and the changes of those steps (acceleration, jerk)
+    over one period.  A sender starved of CPU must then move the arm slower in real time, never catch up: a
+    late command that covers the periods missed is a step of several periods' motion in one, and is flagged.
+    After a pause the controller held the last command, so the first command after it is a step from that.
     """
 
     def __init__(self, limits, period, tolerance=TOLERANCE):
@@ -297,19 +293,6 @@ class StreamCheck:
         self.history = deque(maxlen=2)   # (sent, q) of the last two commands, newest last
         self.last_sent = None
         self.velocity = self.acceleration = None   # of the stream, at the last command
-
-    def _pace(self, step, elapsed):
-        """Return (velocity, interval) of a command ``step`` after ``elapsed`` s.
-
-        The interval is the number of periods, from one to those elapsed (at most ``MAX_PERIODS``), that
-        changes the stream's velocity least; one period for a stream at rest (a move starts with it).
-        """
-        T = self.period
-        if self.velocity is None or np.abs(self.velocity).max() < REST:   # a stream at rest starts now
-            return step / T, T
-        candidates = [n * T for n in range(1, min(MAX_PERIODS, max(1, int(round(elapsed / T)))) + 1)]
-        interval = min(candidates, key=lambda h: np.abs(step / h - self.velocity).max())
-        return step / interval, interval
 
     def check(self, sent, q, held=None):
         """Violations of command ``q`` sent at ``sent`` [s]; ``held``: the target before the first command."""
@@ -328,15 +311,14 @@ class StreamCheck:
             j = int(np.argmax(outside))
             found.append({'quantity': 'position', 'joint': lim.names[j], 'value': float(q[j]),
                           'limit': float(lim.upper[j] if q[j] > lim.upper[j] else lim.lower[j]), 'time': sent})
-        (t0, q0), (t1, q1) = self.history[-2], self.history[-1]
-        step = q1 - q0
-        velocity, interval = self._pace(step, t1 - t0)
-        checks = [('velocity over one period', step / T, lim.velocity)]  # a jump is a jump however late
+        step = self.history[-1][1] - self.history[-2][1]
+        velocity = step / T
+        checks = [('velocity over one period', velocity, lim.velocity)]
         if self.velocity is not None:
-            acceleration = (velocity - self.velocity) / interval
+            acceleration = (velocity - self.velocity) / T
             checks.append(('acceleration over one period', acceleration, lim.acceleration))
             if self.acceleration is not None:
-                checks.append(('jerk over one period', (acceleration - self.acceleration) / interval, lim.jerk))
+                checks.append(('jerk over one period', (acceleration - self.acceleration) / T, lim.jerk))
             self.acceleration = acceleration
         self.velocity = velocity
         for quantity, value, bound in checks:

@@ -27,6 +27,9 @@ CONTROLLER = 'joint_trajectory_controller'
 #: servo's publish period.  A trajectory's next point may lie as much further as the velocity limit allows in
 #: the time until it.
 COMMAND_PERIOD = 0.01
+#: Depth of the lane's command subscriptions: a lane starved of CPU takes commands late, and a shallow queue
+#: would drop some; the checker would then read the gap as one step of several periods' motion.
+COMMAND_QUEUE = 10000
 #: How far the physics may trail a command it tracks [rad]: a trajectory's reference is followed with
 #: velocity feed-forward, a forward_position target without (the servo lags by kv / kp x velocity).
 TRACKING = {'ik': 0.02, 'servo': 0.06}
@@ -137,7 +140,7 @@ class Lane:
                                                self._on_reference, 50)
             self.input_pub = self.client.create_publisher(PoseStamped, 'ik_solver/target_pose', 10)
             self.client.create_subscription(JointTrajectory, f'{CONTROLLER}/joint_trajectory', self._on_command,
-                                            100)
+                                            COMMAND_QUEUE)
             self.client.create_subscription(SolveStatus, 'ik_solver/status', self._on_ik_status, 100)
         else:
             from geometry_msgs.msg import PoseStamped, TwistStamped
@@ -146,7 +149,7 @@ class Lane:
                                 if k.isupper() and isinstance(getattr(ServoStatus, k), int)}
             self.input_pub = self.client.create_publisher(TwistStamped, 'ik_servo/delta_twist_cmds', 10)
             self.client.create_subscription(Float64MultiArray, 'forward_position_controller/commands',
-                                            self._on_command, 100)
+                                            self._on_command, COMMAND_QUEUE)
             self.client.create_subscription(ServoStatus, 'ik_servo/status', self._on_servo_status, 100)
             self.client.create_subscription(PoseStamped, 'sim_arm/tip_pose', self._on_tip, 10)
         self.client.create_subscription(String, 'sim_arm/limit_violations',
