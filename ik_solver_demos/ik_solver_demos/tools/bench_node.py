@@ -277,8 +277,9 @@ def flood(chain, observer, seconds, publishers=2):
 def stream_latencies(chain, observer, rate, seconds):
     """Stream a circle at ``rate``; (latencies [ms], points per trajectory, served delays [ms] of each target).
 
-    Latency: trajectory received - its target sent (matched by the goal).  Served delay of target k: the
-    first trajectory for target k or a newer one, received - target k sent (inf: none came).
+    Latency: trajectory received - its target sent (matched by the goal), received as the observer's
+    middleware stamps it (a controller has the message then).  Served delay of target k: the first trajectory
+    for target k or a newer one, received - target k sent (inf: none came).
     """
     start_pose = make_pose([0.5, 0.0, 0.5], DOWN)
     deadline = time.monotonic() + 30.0

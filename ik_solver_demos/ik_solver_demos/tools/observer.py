@@ -10,6 +10,7 @@ import threading
 import time
 
 from geometry_msgs.msg import PoseStamped
+from ik_solver.ros.joint_states import received_monotonic
 from ik_solver.ros.messages import matrix_to_pose, pose_to_matrix
 from ik_solver_interfaces.msg import SolveStatus
 from ik_solver_interfaces.srv import ComputeFK, SolveIK
@@ -33,7 +34,7 @@ class ArmObserver(Node):
         self.joint_log = []      # (t, positions, velocities) in joint_names order
         self.tip_log = []        # (t, 4x4) from the simulator
         self.statuses = []       # (t, SolveStatus)
-        self.trajectories = []   # (t, JointTrajectory)
+        self.trajectories = []   # (t received by the middleware, JointTrajectory)
         self.violations = []     # (t, dict): the simulator's reports of commands executed beyond the limits
         # relative names: the observer sits in the namespace of the arm it watches
         self.target_pub = self.create_publisher(PoseStamped, 'ik_solver/target_pose', 10)
@@ -74,9 +75,11 @@ class ArmObserver(Node):
         with self.lock:
             self.statuses.append((time.monotonic(), msg))
 
-    def _on_trajectory(self, msg):
+    def _on_trajectory(self, msg, info):
+        # when the middleware received it: a controller has it then; this process's conversion of a long
+        # trajectory into Python objects, and its executor's queue, are the observer's cost, not the sender's
         with self.lock:
-            self.trajectories.append((time.monotonic(), msg))
+            self.trajectories.append((received_monotonic(info), msg))
 
     def _on_violation(self, msg):
         with self.lock:
