@@ -6,14 +6,12 @@ then drive it with ``ros2 run teleop_twist_keyboard teleop_twist_keyboard --ros-
 -p frame_id:=base_link -r cmd_vel:=/ik_servo/delta_twist_cmds``.  With the MuJoCo-simulated arm as its
 forward_position_controller: ``ros2 launch ik_solver_demos servo.launch.py`` (package ik_solver_demos).
 """
-from ik_solver.ros.launch_setup import flag, package_available, servo_files, SERVO_LAUNCH_ARGUMENTS, \
+from ik_solver.ros.launch_setup import flag, package_available, SERVO_LAUNCH_ARGUMENTS, servo_parameters, \
     stop_all_on_exit
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, GroupAction, OpaqueFunction
-from launch.substitutions import Command, FindExecutable, LaunchConfiguration
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
-from launch_ros.parameter_descriptions import ParameterValue
-from launch_ros.substitutions import FindPackageShare
 
 
 def wants_robot_state_publisher(value):
@@ -34,16 +32,11 @@ def wants_robot_state_publisher(value):
 
 
 def launch_setup(context):
-    urdf, config = servo_files(LaunchConfiguration('urdf_file').perform(context),
-                               LaunchConfiguration('config').perform(context),
-                               FindPackageShare('ik_solver').perform(context))
-    description = ParameterValue(Command([FindExecutable(name='xacro'), ' ', urdf]), value_type=str)
-    common = {'robot_description': description, 'base_link': LaunchConfiguration('base_link'),
-              'tip_link': LaunchConfiguration('tip_link'), 'use_sim_time': LaunchConfiguration('use_sim_time')}
+    config, common = servo_parameters(context)
     rsp = wants_robot_state_publisher(LaunchConfiguration('start_robot_state_publisher').perform(context))
     nodes = [
         Node(package='robot_state_publisher', executable='robot_state_publisher', output='screen',
-             parameters=[{'robot_description': description,
+             parameters=[{'robot_description': common['robot_description'],
                           'use_sim_time': LaunchConfiguration('use_sim_time')}])
     ] if rsp else []
     nodes.append(Node(package='ik_solver', executable='ik_servo_node', name='ik_servo', output='screen',

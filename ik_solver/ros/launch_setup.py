@@ -121,6 +121,23 @@ def servo_files(urdf_file, config, share):
     return urdf_file or f'{share}/urdf/ik7.urdf.xacro', config or f'{share}/config/servo_ik7.yaml'
 
 
+def servo_parameters(context):
+    """Return (parameter file, parameters) that both servo launch files give their nodes, read from ``context``.
+
+    The parameters are the model (``robot_description``, through xacro), ``base_link``, ``tip_link`` and
+    ``use_sim_time``; ``launch`` and ``launch_ros`` are imported here, as in ``stop_all_on_exit``.
+    """
+    from launch.substitutions import Command, FindExecutable, LaunchConfiguration
+    from launch_ros.parameter_descriptions import ParameterValue
+    from launch_ros.substitutions import FindPackageShare
+    urdf, config = servo_files(LaunchConfiguration('urdf_file').perform(context),
+                               LaunchConfiguration('config').perform(context),
+                               FindPackageShare('ik_solver').perform(context))
+    description = ParameterValue(Command([FindExecutable(name='xacro'), ' ', urdf]), value_type=str)
+    return config, {'robot_description': description, 'base_link': LaunchConfiguration('base_link'),
+                    'tip_link': LaunchConfiguration('tip_link'), 'use_sim_time': LaunchConfiguration('use_sim_time')}
+
+
 def stop_all_on_exit(actions):
     """Return a launch event handler that stops the whole launch when one of ``actions`` exits.
 

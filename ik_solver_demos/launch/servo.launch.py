@@ -6,24 +6,18 @@ then drive it with ``ros2 run teleop_twist_keyboard teleop_twist_keyboard --ros-
 ``ros2 launch ik_solver servo.launch.py``, passed on; sim_arm_node takes the same model, parameter file
 (its controller_type) and namespace.
 """
-from ik_solver.ros.launch_setup import servo_files, SERVO_LAUNCH_ARGUMENTS, stop_all_on_exit
+from ik_solver.ros.launch_setup import SERVO_LAUNCH_ARGUMENTS, servo_parameters, stop_all_on_exit
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, OpaqueFunction
 from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import Command, FindExecutable, LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node, PushRosNamespace
-from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 
 def simulated_arm(context):
     """Return sim_arm_node in the servo's namespace, on the servo's model and parameter file."""
-    urdf, config = servo_files(LaunchConfiguration('urdf_file').perform(context),
-                               LaunchConfiguration('config').perform(context),
-                               FindPackageShare('ik_solver').perform(context))
-    description = ParameterValue(Command([FindExecutable(name='xacro'), ' ', urdf]), value_type=str)
-    common = {'robot_description': description, 'base_link': LaunchConfiguration('base_link'),
-              'tip_link': LaunchConfiguration('tip_link'), 'use_sim_time': LaunchConfiguration('use_sim_time')}
+    config, common = servo_parameters(context)
     sim = Node(package='ik_solver_demos', executable='sim_arm_node', name='sim_arm', output='screen',
                parameters=[config, common])
     # the simulator ending stops the servo too; the included file does the same for its own processes
