@@ -7,7 +7,8 @@ joint_trajectory_controller's polynomials.
 """
 from ik_solver.motion.limits import JointLimits, MotionState
 from ik_solver.motion.timing import held, plan_move
-from ik_solver_demos.tools.soak_checks import ControllerTrajectory, Limits, StreamCheck, TrajectoryCheck
+from ik_solver_demos.tools.soak_checks import ControllerTrajectory, Limits, StreamCheck, TrajectoryCheck, Truth
+from ik_solver_demos.tools.soak_lane import servo_lag, trailing
 import numpy as np
 import pytest
 
@@ -161,3 +162,15 @@ def test_a_late_command_that_keeps_the_pace_passes_and_one_that_catches_up_is_fl
     caught_up = [np.array([0.1 * (t - 100.0), 0.0]) for t in sent]
     found = [v for t, qi in zip(sent, caught_up) for v in stream.check(t, qi, held=moving)]
     assert 'acceleration over one period' in _quantities(found), found
+
+
+def test_a_forward_position_target_may_lead_the_physics_by_its_servo_lag_at_the_true_speed():
+    truth = Truth()
+    for k in range(200):   # joint 0 at 2 rad/s, joint 1 at rest, sampled at 1 kHz
+        truth.add(10.0 + k * 0.001, np.array([2.0 * k * 0.001, 0.5]))
+    truth.freeze()
+    lag = servo_lag()
+    assert lag == pytest.approx(80.0 / 2000.0)   # the simulated arm's kv / kp: a PD servo trails by kv/kp x v
+    allowance = trailing(lag, truth, 10.15, truth.at(10.15))
+    assert allowance == pytest.approx([lag * 2.0, 0.0])
+    assert np.all(trailing(lag, truth, 10.005, truth.at(10.005)) == 0.0)   # no velocity recorded before it

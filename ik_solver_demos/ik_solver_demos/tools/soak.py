@@ -168,7 +168,8 @@ def report(results, loads, minutes, load):
         md, mf = r.get('max_distance'), r.get('max_first_distance')
         lines.append(f'[{lane}] max distance from the true state: any command {md if md is None else f"{md:.4f}"} '
                      f'rad, a first command {mf if mf is None else f"{mf:.4f}"} rad ({r["first_commands"]} first '
-                     f'commands; allowed v_max x {COMMAND_PERIOD} s + {TRACKING[lane]} rad)')
+                     f'commands; allowed v_max x {COMMAND_PERIOD} s + {TRACKING[lane]} rad'
+                     f'{" + kv/kp x the true velocity" if lane == "servo" else ""})')
         lines.append(f'[{lane}] simulator limit reports (its own witness): {r["simulator_reports"]}; its physics '
                      f'skipped ahead {r.get("physics_skips", 0)} time(s) (commands within 1 s not judged against it)'
                      + (f'; tracebacks in {r["tracebacks"]}' if r['tracebacks'] else ''))

@@ -9,6 +9,7 @@ node sends and, after the run, judges each as the controller executes it (``soak
 true state when it was sent.
 """
 from collections import Counter, deque
+from functools import partial
 import json
 import math
 import os
@@ -31,8 +32,11 @@ COMMAND_PERIOD = 0.01
 #: would drop some; the checker would then read the gap as one step of several periods' motion.
 COMMAND_QUEUE = 10000
 #: How far the physics may trail a command it tracks [rad]: a trajectory's reference is followed with
-#: velocity feed-forward, a forward_position target without (the servo lags by kv / kp x velocity).
+#: velocity feed-forward, a forward_position target without: its position servo then also trails by
+#: kv / kp x the joint's velocity (``servo_lag``), added per command from the true velocity.
 TRACKING = {'ik': 0.02, 'servo': 0.06}
+#: The span over which the true velocity is taken from the physics' positions [s].
+VELOCITY_SPAN = 0.01
 #: A command sent after this long without one [s] is the first of a motion.
 IDLE = 0.5
 #: Violating commands whose messages (and the command before) go into the result, for the investigation.
@@ -54,6 +58,22 @@ def to_stamp(seconds):
     from builtin_interfaces.msg import Time
     sec = int(math.floor(seconds))
     return Time(sec=sec, nanosec=min(int((seconds - sec) * 1e9), 999_999_999))
+
+
+def servo_lag():
+    """Return kv / kp of the simulated arm's defaults [s]: how far its position servo trails a target per rad/s."""
+    from ..sim.sim_arm_node import PARAMETERS
+    defaults = {p.name: p.default for p in PARAMETERS}
+    return defaults['kv'] / defaults['kp']
+
+
+def trailing(lag, truth, t, true):
+    """Return how far [rad] a position servo with ``lag`` [s] trails a moving target at ``t``: lag x |velocity|.
+
+    The velocity is the physics' own, over the ``VELOCITY_SPAN`` before ``t`` (0 where that is not recorded).
+    """
+    before = truth.at(t - VELOCITY_SPAN)
+    return 0.0 if before is None else lag * np.abs(true - before) / VELOCITY_SPAN
 
 
 class Lane:
@@ -455,9 +475,9 @@ class Lane:
         skips = self.physics_skips()
         violations, distances, firsts, dumps = [], [], [], []
         if self.kind == 'ik':
-            checker = TrajectoryCheck(self.limits)
+            checker, lag = TrajectoryCheck(self.limits), lambda *_: 0.0
         else:
-            checker = StreamCheck(self.limits, period)
+            checker, lag = StreamCheck(self.limits, period), partial(trailing, servo_lag())
         last_sent = None
         epoch = int(commands[0][1]) if commands else 0   # the checker counts from here: exact to the nanosecond
         for index, (received, sent, msg) in enumerate(commands):
@@ -476,7 +496,7 @@ class Lane:
                 commanded, horizon = np.asarray(msg.data, float), 0.0
             if commanded is not None and true is not None and np.isfinite(commanded).all():
                 distance = np.abs(commanded - true)
-                bound = allowed + self.limits.velocity * max(0.0, horizon - period)
+                bound = allowed + self.limits.velocity * max(0.0, horizon - period) + lag(truth, sent, true)
                 if (distance > bound).any():
                     j = int(np.argmax(distance - bound))
                     found.append({'quantity': 'distance from the true state', 'joint': self.limits.names[j],
