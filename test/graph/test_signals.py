@@ -198,8 +198,10 @@ def test_a_stop_signal_during_a_nodes_imports_ends_it_with_0_and_no_traceback(tm
     entry = subprocess.run([sys.executable, '-c', 'from ik_solver.ros.entry import run; run("slow_node")'],
                            capture_output=True, text=True, env=env, timeout=60, cwd=pathlib.Path(__file__).parents[2])
     assert entry.returncode == 0 and 'Traceback' not in entry.stderr and 'main ran' not in entry.stdout, entry
-    plain = subprocess.run([sys.executable, '-c', 'import slow_node'], capture_output=True, text=True, env=env,
-                           timeout=60)
+    # Python leaves SIGINT ignored when it starts with it ignored (a background job of a script): the control
+    # restores the interpreter's own handler first, as an interactive start has it
+    control = 'import signal; signal.signal(signal.SIGINT, signal.default_int_handler); import slow_node'
+    plain = subprocess.run([sys.executable, '-c', control], capture_output=True, text=True, env=env, timeout=60)
     assert plain.returncode != 0   # the control: the signal does land during the import
 
 
