@@ -54,7 +54,8 @@ def test_a_flood_of_inputs_wakes_the_worker_once_and_a_call_behind_it_waits_for_
 def test_the_worker_thread_runs_under_sched_fifo_or_says_why_not_once():
     node = FakeNode()
     policy = []
-    worker = Worker(node, idle=lambda: policy.append(os.sched_getscheduler(threading.get_native_id()) & ~os.SCHED_RESET_ON_FORK), priority=5)
+    worker = Worker(node, priority=5, idle=lambda: policy.append(
+        os.sched_getscheduler(threading.get_native_id()) & ~os.SCHED_RESET_ON_FORK))
     worker.nudge()
     assert _wait(lambda: policy)
     if node.warnings:  # refused (no CAP_SYS_NICE): normal scheduling, one warning line
