@@ -57,12 +57,14 @@ class CollisionModel:
     ``urdf_source``: URDF/xacro text or file.  ``srdf``: SRDF text or file.  ``package_dirs``: where
     ``package://`` meshes are looked up after the ament index.  ``convex``: meshes as convex hulls (faster,
     conservative).  ``joint_values``: positions of the robot's joints outside the chain (default 0, in limits).
+    ``expanded``: the URDF XML of ``urdf_source`` when the caller has expanded it already (xacro runs in a
+    child process); relative mesh paths are still resolved against ``urdf_source``'s folder.
     """
 
     def __init__(self, urdf_source, base_link, tip_link, srdf=None, package_dirs=(), skip_missing_meshes=False,
-                 convex=False, padding=0.0, joint_values=None, xacro_args=None):
+                 convex=False, padding=0.0, joint_values=None, xacro_args=None, expanded=None):
         import pinocchio
-        text = load_robot_description(urdf_source, xacro_args)
+        text = expanded if expanded is not None else load_robot_description(urdf_source, xacro_args)
         robot = parse_robot(text)
         root = ET.fromstring(text)
         self.chain = chain_from_robot(robot, base_link, tip_link) if base_link or tip_link else None

@@ -88,21 +88,23 @@ class CollisionWorld:
 
 
 def collision_from_parameters(description, chain, srdf_file='', scene_file='', package_dirs=(), padding=0.0,
-                              skip_missing_meshes=False, convex=False, xacro_args=None, robot_name=None):
+                              skip_missing_meshes=False, convex=False, xacro_args=None, robot_name=None,
+                              expanded=None):
     """Build the CollisionWorld of the node's parameters, or None when the robot has no collision geometry.
 
     ``description``: URDF/xacro text or file (RobotModel.description, with its ``xacro_args``); ``chain``: the
     IK chain (its base and tip); ``robot_name``: the URDF's robot name, which an SRDF must carry too (another
-    robot's disabled pairs would hide real collisions).  Raises CollisionError or
+    robot's disabled pairs would hide real collisions); ``expanded``: the URDF XML of ``description`` if the
+    caller has it (RobotModel.urdf), so xacro does not run again.  Raises CollisionError or
     SceneError (both ValueError) naming the file, link or object at fault.
     """
     if srdf_file and robot_name is not None:
         _check_srdf_robot(srdf_file, robot_name)
-    if not srdf_file and not may_have_geometry(description):
+    if not srdf_file and not may_have_geometry(expanded or description):
         return None  # (with an SRDF the model is built: it checks the SRDF's links)
     model = CollisionModel(description, chain.base_link, chain.tip_link, srdf=srdf_file or None,
                            package_dirs=package_dirs, skip_missing_meshes=skip_missing_meshes, convex=convex,
-                           padding=padding, xacro_args=xacro_args)
+                           padding=padding, xacro_args=xacro_args, expanded=expanded)
     if not model.geometry_links:
         return None
     return CollisionWorld(model, load_scene(scene_file) if scene_file else ())

@@ -215,7 +215,8 @@ class ContextBuilder:
             world = collision_from_parameters(
                 model.description, model.chain, package_file(values['srdf_file']), package_file(values['scene_file']),
                 [d for d in values['package_dirs'] if d], values['collision_padding'], values['skip_missing_meshes'],
-                values['collision_convex'], xacro_args=xacro_args, robot_name=model.robot.name)
+                values['collision_convex'], xacro_args=xacro_args, robot_name=model.robot.name,
+                expanded=model.urdf or None)
         except (OSError, ModelError) as exc:
             raise ValueError(f'collision model: {exc}') from None
         if world is None:

@@ -23,7 +23,7 @@ from std_msgs.msg import String
 from ..core.chain import chain_from_robot
 from ..core.exceptions import ModelError
 from ..core.frames import RobotFrames
-from ..core.urdf import parse_robot
+from ..core.urdf import load_robot_description, parse_robot
 
 #: A robot name the node shows (logs, diagnostics): letters, digits and ``_ - . /``, at most 64 characters.
 ROBOT_NAME = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_./-]{0,63}')
@@ -33,20 +33,26 @@ UNNAMED = '(unnamed robot)'
 
 @dataclass(frozen=True)
 class RobotModel:
-    """A loaded robot: the parsed URDF, the IK chain, the frames of all its links, its text and name."""
+    """A loaded robot: the parsed URDF, the IK chain, the frames of all its links, its source, name and URDF XML.
+
+    ``description`` is the source as given (a path keeps relative mesh paths resolvable); ``urdf`` is its
+    XML after xacro, which the collision model reads instead of running xacro (a child process) again.
+    """
 
     robot: object
     chain: object
     frames: RobotFrames
     description: str
     name: str
+    urdf: str = ''
 
     @classmethod
     def load(cls, source, base_link, tip_link, xacro_args=None):
         """Parse ``source`` (URDF/xacro text or path); ModelError or OSError if it is not a usable robot."""
-        robot = parse_robot(source, xacro_args=xacro_args or None)
+        urdf = load_robot_description(source, xacro_args=xacro_args or None)
+        robot = parse_robot(urdf)
         chain = chain_from_robot(robot, base_link, tip_link)
-        return cls(robot, chain, RobotFrames(robot, base_link), source, shown_name(robot.name))
+        return cls(robot, chain, RobotFrames(robot, base_link), source, shown_name(robot.name), urdf)
 
 
 def shown_name(name):
