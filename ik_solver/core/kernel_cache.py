@@ -39,11 +39,33 @@ import sys
 import threading
 import time
 
-from numba.core import caching, event
-from numba.core.compiler_lock import global_compiler_lock
-from numba.core.dispatcher import Dispatcher
 
-from . import interpreted
+def _import_numba():
+    """Import numba without its coverage plug-in when no coverage measurement can be running.
+
+    numba imports ``coverage``, if installed, only to report the lines of compiled code to a running
+    measurement; without one it is dead weight: about 10 MB and 50 ms of CPU at every node start.  A
+    measurement (``coverage run``, pytest-cov) imports coverage before numba, and then numba sees it.
+    """
+    if 'numba' in sys.modules or 'coverage' in sys.modules:
+        return
+    sys.modules['coverage'] = None   # ``import coverage`` raises ImportError: numba leaves its plug-in off
+    try:
+        import numba  # noqa: F401
+    finally:
+        if 'coverage' in sys.modules and sys.modules['coverage'] is None:
+            del sys.modules['coverage']   # a later ``import coverage`` finds the real package
+
+
+_import_numba()
+
+from llvmlite import binding as llvm  # noqa: E402, I100
+from numba.core import caching, event  # noqa: E402
+from numba.core.codegen import CPUCodeLibrary  # noqa: E402
+from numba.core.compiler_lock import global_compiler_lock  # noqa: E402
+from numba.core.dispatcher import Dispatcher  # noqa: E402
+
+from . import interpreted  # noqa: E402
 
 #: Environment variable that overrides the cache folder.
 CACHE_ENV = 'IK_SOLVER_CACHE_DIR'
@@ -353,7 +375,37 @@ def _load(dispatcher, types):
         if not cres.objectmode:
             dispatcher.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
         dispatcher.add_overload(cres)
+        keep_bitcode_only(cres.library)
         return cres.entry_point
+
+
+def keep_bitcode_only(library):
+    """Replace a loaded kernel's parsed linking module by its bitcode; return the bytes kept (0: nothing to do).
+
+    numba keeps, beside the machine code it runs, the kernel's LLVM module parsed, so that a kernel compiled
+    later in this process can link it in.  Parsed, a kernel's module takes about 1 MB; as bitcode, a tenth
+    of that.  Kernels compile in the background process (``MODES``), so the module is rarely linked here:
+    ``_module_for_linking`` parses it again when it is.
+
+    Args:
+        library: the ``CodeLibrary`` of a kernel loaded from the cache.
+    """
+    module = getattr(library, '_shared_module', None)
+    if module is None:
+        return 0
+    library._ik_solver_bitcode = module.as_bitcode()
+    library._shared_module = None
+    module.close()
+    return len(library._ik_solver_bitcode)
+
+
+def _module_for_linking(library):
+    """Return the module another kernel links ``library`` with, parsed from the bitcode ``keep_bitcode_only`` kept."""
+    bitcode = getattr(library, '_ik_solver_bitcode', None)
+    if library._shared_module is None and bitcode is not None:
+        library._shared_module = llvm.parse_bitcode(bitcode)
+        library._ik_solver_bitcode = None
+    return _numba_module_for_linking(library)
 
 
 def compile_in_background(module, name, arguments=()):
@@ -381,14 +433,17 @@ def wait_for_background(timeout=None):
 
 
 _numba_compile_for_args = Dispatcher._compile_for_args
+_numba_module_for_linking = CPUCodeLibrary._get_module_for_linking
 
 
 def install():
     """Register the locator (before any kernel module is imported), the compile notice, the fallback; idempotent.
 
-    The fallback (``_compile_for_args``) runs a kernel missing from the cache interpreted (``MODES``).
+    The fallback (``_compile_for_args``) runs a kernel missing from the cache interpreted (``MODES``); a
+    kernel loaded from the cache keeps its linking module as bitcode (``keep_bitcode_only``).
     """
     if ContentKeyedLocator not in caching.CacheImpl._locator_classes:
         caching.CacheImpl._locator_classes.insert(0, ContentKeyedLocator)
         event.register('numba:compile', _CompileNotice())
         Dispatcher._compile_for_args = _compile_for_args
+        CPUCodeLibrary._get_module_for_linking = _module_for_linking
