@@ -7,12 +7,14 @@ robot, so one pass over a three-joint chain makes the first real solve of any
 robot fast: every step method, the nullspace goals, the collision-checked
 search and the batch kernel.
 
-``warm_up()`` with a cache that holds them loads them all (about a second, and
-tens of MB of memory per variant).  With an empty cache it hands its steps to
-the background compiler and returns at once: the kernels run interpreted until
-it has cached them (``kernel_cache``), the variant ``IKSolver(chain)`` uses
-first.  ``python -m ik_solver.core.warmup`` compiles everything in the calling
-process and returns when the cache is full.
+``warm_up()`` with a cache that holds them loads them all (about a second; the
+first kernel of a process costs about 55 MB for numba's compiler context, each
+further variant a few MB, held as machine code and bitcode: ``kernel_cache``).
+With an empty cache it hands its steps to the background compiler and returns
+at once: the kernels run interpreted until it has cached them
+(``kernel_cache``), the variant ``IKSolver(chain)`` uses first.
+``python -m ik_solver.core.warmup`` compiles everything in the calling process
+and returns when the cache is full.
 
 A node loads only what its options run (``warm_up_for``): the variant of its
 step method and goals, the collision-checked search if it checks collisions,
@@ -194,7 +196,7 @@ def _reported(chain, result):
 def warm_up_for(options, collision=False):
     """Load what a node whose solver has ``options`` runs (``load``) before it offers a service.
 
-    The other variants stay on disk: each loaded one costs tens of MB.  From a cache that lacks some
+    The other variants stay on disk: each loaded one costs a few MB and tens of ms.  From a cache that lacks some
     (``kernel_cache.warm_up_done``) the background compiler gets every warm-up step, so a variant
     switched to later finds its kernels compiled; meanwhile the missing ones run interpreted.
 
