@@ -196,7 +196,7 @@ class ServoNode(Node):
                 model.description, model.chain, package_file(p['srdf_file']), package_file(p['scene_file']),
                 [d for d in p['package_dirs'] if d], p['collision_padding'], p['skip_missing_meshes'],
                 p['collision_convex'], xacro_args=model_arguments(p, self.get_logger())['xacro_args'],
-                robot_name=model.robot.name)
+                robot_name=model.robot.name, expanded=model.urdf or None)
         except (OSError, ModelError) as exc:
             raise ValueError(f'collision model: {exc}') from None
         if world is None:

@@ -39,3 +39,24 @@ def test_the_node_expands_its_xacro_description_once_with_collision_checking(xac
                     avoid_collisions=True)
         assert node.collision is not None and node.collision.geometry_links
         assert len(xacro_runs) == 1, xacro_runs
+
+
+def test_the_servo_expands_its_xacro_description_once_with_collision_checking(xacro_runs):
+    """The servo node builds its collision model from the URDF its robot model expanded, as the IK node does."""
+    import rclpy
+    from rclpy.parameter import Parameter
+    from ros_fixtures import isolate_ros_domain
+    from ik_solver.ros.servo_node import ServoNode
+    isolate_ros_domain()
+    rclpy.init()
+    try:
+        params = {'urdf_file': str(URDF_DIR / 'ik7.urdf.xacro'), 'base_link': 'base_link', 'tip_link': 'tool0',
+                  'check_collisions': True}
+        node = ServoNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        try:
+            assert node._world is not None and node._world.model.geometry_links
+            assert len(xacro_runs) == 1, xacro_runs
+        finally:
+            node.destroy_node()
+    finally:
+        rclpy.shutdown()
