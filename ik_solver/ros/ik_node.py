@@ -280,7 +280,7 @@ class IKSolverNode(Node):
     # -- services and reporting -------------------------------------------------------------------
 
     async def _on_solve(self, request, response):
-        return await self.worker.run(self.requests.solve, request)
+        return await self.requests.queue_solve(self.worker, request, time.monotonic())
 
     async def _on_plan_path(self, request, response):
         return await self.worker.run(self.requests.plan_path, request, response)

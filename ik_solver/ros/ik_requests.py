@@ -5,6 +5,7 @@ the commander) and fills the response; every SolveIK and PlanPath request ends i
 after the command went out.
 """
 from dataclasses import replace
+import time
 import weakref
 
 from ik_solver_interfaces.srv import SolveIK
@@ -46,19 +47,59 @@ class IKRequests:
         self._node = node
         self._checked = weakref.WeakKeyDictionary()  # IKSolver -> {(method, mode)} of requests whose kernels are loaded
 
-    def solve(self, request):
-        """Answer a SolveIK request (also used by the graph features, e.g. MoveIt's GetPositionIK)."""
+    def queue_solve(self, worker, request, received):
+        """Queue a SolveIK request on ``worker``; return the Future of its response, due within its timeout.
+
+        The timeout runs from the request's reception: the solve gets what is left of it when the worker takes
+        the request, and a request still queued when it has run out (behind a handling that outlasted it) is
+        answered TIMEOUT at once, unsolved and never executed.
+
+        Args:
+            worker: the node's Worker.
+            request: the SolveIK request.
+            received: monotonic instant [s] the request was received.
+        """
+        deadline = received + self.timeout_of(request)
+        return worker.run(self.solve, request, deadline, deadline=deadline,
+                          late=lambda: self.late(request, received))
+
+    def timeout_of(self, request):
+        """Return a request's time budget [s]: its own timeout if valid, else the node's ``timeout`` parameter."""
         node = self._node
-        response = SolveIK.Response()
+        if 0.0 < request.timeout <= node.params['max_request_timeout']:
+            return request.timeout
+        return node.params['timeout']
+
+    def late(self, request, received):
+        """Answer a request whose timeout ran out before the worker could take it: TIMEOUT, not solved."""
+        waited = time.monotonic() - received
+        return self._respond(None, Outcome('service', 'timeout', (
+            f'not solved: the request waited {waited * 1e3:.1f} ms for the solver, which was busy, and its timeout '
+            f'of {self.timeout_of(request) * 1e3:g} ms (from its reception) had run out')))
+
+    def solve(self, request, deadline=None):
+        """Answer a SolveIK request (also used by the graph features, e.g. MoveIt's GetPositionIK).
+
+        Args:
+            request: the SolveIK request.
+            deadline: None, or the monotonic instant [s] its timeout runs out: the solve gets what is left.
+        """
+        node = self._node
         context = node.robot
         if context is None:
             outcome = Outcome('service', 'no_robot_model', 'no robot model loaded yet')
         else:
             try:
-                outcome = self._serve_solve(context, request)
+                outcome = self._serve_solve(context, request, deadline)
             except Exception as exc:  # a request must never take the node down
                 node.get_logger().error(f'solve request failed: unexpected error: {exc!r}')
                 outcome = Outcome('service', 'invalid_input', f'unexpected error: {exc!r}')
+        return self._respond(context, outcome)
+
+    def _respond(self, context, outcome):
+        """Return the SolveIK response of an Outcome, reported as well."""
+        node = self._node
+        response = SolveIK.Response()
         response.success = outcome.success
         response.reason, response.message = reason_code(outcome.reason), outcome.message
         response.executed = outcome.published
@@ -76,11 +117,17 @@ class IKRequests:
         node.reporter.report(outcome)
         return response
 
-    def _serve_solve(self, context, request):
+    def _serve_solve(self, context, request, deadline):
         node = self._node
+        left = None if deadline is None else deadline - time.monotonic()  # before kernels load: not counted
         try:
             context = node.variant(context, self._collision_choice(context, request))
             overrides = request_overrides(request, node.params['max_request_timeout'])
+            if left is not None:
+                if left <= 0.0:
+                    return Outcome('service', 'timeout', f'not solved: the request waited {-left * 1e3:.1f} ms past '
+                                                         'its timeout (from its reception) for the solver')
+                overrides['timeout'] = min(left, overrides.get('timeout', context.solver.options.timeout))
             self._load_kernels(context, overrides)
             if request.execute:
                 if request.seed.name:

@@ -18,9 +18,13 @@ its job ends.
 
 Streamed inputs never queue here: they wait in the node's one-slot mailbox
 (newest wins) that ``idle()`` empties, and ``nudge()`` queues at most one
-wake-up however fast they come, so a flood of targets costs one solve per job
-slot and a ``~/solve`` call queued behind it waits for at most one target.
-Jobs are never dropped.
+wake-up however fast they come.  Every queued job runs before the next
+streamed input, so a ``~/solve`` call waits for the handling in progress at
+most, whatever the flood.  A job with a ``deadline`` (a service call's timeout,
+from its reception) that has not started by then is answered by its ``late``
+function on a watchdog thread and never runs: a caller always gets an answer
+within its timeout, even behind a handling that outlasts it.  Other jobs are
+never dropped.
 
 The thread asks for SCHED_FIFO (``priority``), as the servo's loop does: under
 CPU load a command then waits for the interpreter lock, not for the scheduler.
@@ -28,6 +32,8 @@ Where the system refuses (no CAP_SYS_NICE, no RLIMIT_RTPRIO) it runs with normal
 scheduling and says so once.
 """
 from collections import deque
+import heapq
+import itertools
 import queue
 import threading
 import time
@@ -69,18 +75,28 @@ class Worker:
         self._stopped = False
         self.callback_group = ReentrantCallbackGroup()
         self._duty = DutyWindow(MAX_DUTY, DUTY_WINDOW)
+        self._watchdog = Watchdog(self._wake_executor, priority)
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
-    def run(self, fn, *args):
-        """Queue ``fn(*args)``; return an rclpy Future of its result that a coroutine can await."""
-        future = Future()
-        self._put((fn, args, future))
-        return future
+    def run(self, fn, *args, deadline=None, late=None):
+        """Queue ``fn(*args)``; return an rclpy Future of its result that a coroutine can await.
+
+        Args:
+            fn: the job.
+            deadline: None, or the monotonic instant [s] by which the job must have started.
+            late: with ``deadline``, ``late()`` returns the result given instead when the job has not started by
+                then (on the watchdog thread; the job then never runs).
+        """
+        job = Job(fn, args, Future())
+        if deadline is not None:
+            self._watchdog.add(deadline, job, late)
+        self._put(job)
+        return job.future
 
     def post(self, fn, *args):
         """Queue ``fn(*args)`` without waiting for it; an exception is logged."""
-        self._put((fn, args, None))
+        self._put(Job(fn, args, None))
 
     def nudge(self):
         """Run ``idle()`` soon (something it waits for has arrived); one wake-up waits at most."""
@@ -91,6 +107,7 @@ class Worker:
     def stop(self, timeout=1.0):
         """Finish the job in progress, drop the others and end the thread (within ``timeout`` seconds)."""
         self._stopped = True
+        self._watchdog.stop()
         self._put(None)
         self._thread.join(timeout)
 
@@ -106,13 +123,17 @@ class Worker:
                     f'({refused}); under CPU load its commands wait for the scheduler')
         timeout = None
         while not self._stopped:
-            job = self._next(timeout)
-            if self._stopped:
-                return
-            if job is not None:
-                self._execute(*job)
-            else:
-                self._nudged = False  # inputs arriving from now on need a new wake-up
+            item = self._next(timeout)
+            while True:   # every queued job runs before the next streamed input
+                if self._stopped:
+                    return
+                if item is None:
+                    self._nudged = False  # inputs arriving from now on need a new wake-up
+                else:
+                    self._execute(item)
+                if self._jobs.empty():
+                    break
+                item = self._jobs.get_nowait()   # this thread alone takes from the queue
             now = time.monotonic()
             rest = self._duty.due(now) - now
             if rest > 0.0:  # streamed inputs wait (the newest in its place); jobs do not
@@ -137,21 +158,111 @@ class Worker:
         except queue.Empty:
             return None
 
-    def _execute(self, fn, args, future):
+    def _execute(self, job):
+        if not job.claim():  # answered late by the watchdog: it never runs
+            return
+        future = job.future
         try:
-            result = fn(*args)
+            result = job.fn(*job.args)
         except Exception as exc:  # the thread outlives a failed job; the caller learns of it
             if future is None:
-                self._node.get_logger().error(f'{getattr(fn, "__name__", fn)} failed: {exc!r}')
+                self._node.get_logger().error(f'{getattr(job.fn, "__name__", job.fn)} failed: {exc!r}')
                 return
             future.set_exception(exc)
         else:
             if future is None:
                 return
             future.set_result(result)
+        self._wake_executor()
+
+    def _wake_executor(self):
+        """Wake the node's executor: a coroutine awaiting a job's Future resumes only when it wakes."""
         executor = self._node.executor
         if executor is not None:
             executor.wake()
+
+
+class Job:
+    """A queued call: ``fn(*args)``, the Future of its result (None: nobody waits), and who claimed it."""
+
+    __slots__ = ('fn', 'args', 'future', '_claimed', '_lock')
+
+    def __init__(self, fn, args, future):
+        self.fn, self.args, self.future = fn, args, future
+        self._claimed = False
+        self._lock = threading.Lock()
+
+    def claim(self):
+        """Return True once: for the worker that runs the job, or the watchdog that answers it late."""
+        with self._lock:
+            claimed, self._claimed = self._claimed, True
+        return not claimed
+
+
+class Watchdog:
+    """Answers jobs that have not started by their deadline, on a thread of its own (started when first needed).
+
+    Args:
+        woken: called after a late answer is set, to wake the executor that awaits it.
+        priority: SCHED_FIFO priority of the thread, as the worker's (0: normal scheduling; a refusal is
+            left to the worker to report).
+    """
+
+    def __init__(self, woken, priority=0):
+        self._woken = woken
+        self._priority = priority
+        self._heap = []                # (deadline [s], sequence, job, late), earliest first
+        self._sequence = itertools.count()
+        self._condition = threading.Condition()
+        self._thread = None
+        self._stopped = False
+
+    def add(self, deadline, job, late):
+        """Answer ``job`` with ``late()`` at ``deadline`` [s, monotonic] unless the worker has claimed it."""
+        with self._condition:
+            heapq.heappush(self._heap, (deadline, next(self._sequence), job, late))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name='worker_watchdog', daemon=True)
+                self._thread.start()
+            self._condition.notify()
+
+    def stop(self):
+        """End the thread; deadlines not yet reached are not answered."""
+        with self._condition:
+            self._stopped = True
+            self._condition.notify()
+
+    def _loop(self):
+        if self._priority:
+            real_time(self._priority)
+        while True:
+            with self._condition:
+                due = self._due()
+                if due is None:
+                    return
+            job, late = due
+            if job.claim():
+                self._answer(job, late)
+
+    def _due(self):
+        """Wait for the earliest deadline (the condition held); return its (job, late), or None once stopped."""
+        while not self._stopped:
+            if self._heap:
+                wait = self._heap[0][0] - time.monotonic()
+                if wait <= 0.0:
+                    _, _, job, late = heapq.heappop(self._heap)
+                    return job, late
+            else:
+                wait = None
+            self._condition.wait(wait)
+        return None
+
+    def _answer(self, job, late):
+        try:
+            job.future.set_result(late())
+        except Exception as exc:  # the caller learns of it, as of a failed job
+            job.future.set_exception(exc)
+        self._woken()
 
 
 class DutyWindow:
