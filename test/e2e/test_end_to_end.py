@@ -47,7 +47,12 @@ def _reach(arm, T):
 
 
 def test_reachable_targets_are_reached_in_the_simulator(arm, ik7, rng):
-    for _ in range(5):
+    """Three random configurations' poses are reached, as the simulator measures the tip.
+
+    Each target is one more check of the same property; the circle below reaches a streamed pose, and
+    test_e2e_collision_physics reaches random targets among obstacles.
+    """
+    for _ in range(3):
         q = np.clip(HOME + rng.uniform(-0.6, 0.6, 7), ik7.lower, ik7.upper)
         T = ik7.fk(q)
         status = _reach(arm, T)
