@@ -186,18 +186,9 @@ class IKSolverNode(Node):
     # -- targets ----------------------------------------------------------------------------------
 
     def _on_target(self, msg, info):
-        arrival = received_monotonic(info)   # a target queued behind a busy executor ages from its reception
-        try:
-            pose_to_matrix(msg.pose)  # a malformed pose is answered now, never kept waiting
-        except ValueError as exc:
-            self.reporter.report(Outcome('topic', 'invalid_input', str(exc)))
-            return
-        age = target_age(msg, arrival, self.get_clock())
-        if age > self.params['max_target_age']:
-            self.reporter.report(Outcome('topic', 'expired', f'target is {age:.3f} s old on arrival '
-                                         f"(max_target_age {self.params['max_target_age']:g} s)", target_age=age))
-            return
-        self.mailbox.post(Pending(msg, arrival))
+        """Hand a target to the worker: stored and signalled, nothing else (every check is the worker's)."""
+        # a target queued behind a busy executor ages from its reception
+        self.mailbox.post(Pending(msg, received_monotonic(info)))
         self.worker.nudge()
 
     def _take_target(self):
@@ -217,22 +208,30 @@ class IKSolverNode(Node):
         return outcome is None
 
     def _handle_target(self, pending):
-        """Return the Outcome of a target, or None if it waits for the model or a first joint state."""
+        """Return the Outcome of a target, or None if it waits for the model or a first joint state.
+
+        A malformed or expired target is answered before it could wait; one that waited is not expired by it.
+        """
+        if not pending.waited:
+            try:
+                pose_to_matrix(pending.msg.pose)
+            except ValueError as exc:
+                return Outcome('topic', 'invalid_input', str(exc))
+            age = target_age(pending.msg, pending.arrival, self.get_clock())
+            if age > self.params['max_target_age']:
+                return Outcome('topic', 'expired', f'target is {age:.3f} s old (max_target_age '
+                                                   f"{self.params['max_target_age']:g} s)")
         context = self._robot
         waiting = waiting_for(context, self.joint_states)
+        if waiting is None:
+            return self.solve_and_execute(context, pending.msg, 'topic', {})
         waited = time.monotonic() - pending.arrival
-        if waiting is not None:
-            if waited > self.params['target_timeout']:
-                return Outcome('topic', 'expired', f'waited {waited:.1f} s for {waiting} (target_timeout '
-                                                   f"{self.params['target_timeout']:g} s)")
-            pending.waited = True
-            self.mailbox.post(pending)
-            return None
-        age = target_age(pending.msg, pending.arrival, self.get_clock())
-        if not pending.waited and age > self.params['max_target_age']:
-            return Outcome('topic', 'expired', f'target is {age:.3f} s old (max_target_age '
-                                               f"{self.params['max_target_age']:g} s)")
-        return self.solve_and_execute(context, pending.msg, 'topic', {})
+        if waited > self.params['target_timeout']:
+            return Outcome('topic', 'expired', f'waited {waited:.1f} s for {waiting} (target_timeout '
+                                               f"{self.params['target_timeout']:g} s)")
+        pending.waited = True
+        self.mailbox.post(pending)
+        return None
 
     # -- the flow: frame, solve, then the commander ------------------------------------------------
 
