@@ -37,6 +37,7 @@ from ik_solver_interfaces.srv import SolveIK
 import numpy as np
 import rclpy
 from std_msgs.msg import Float64
+import yaml
 
 from .demo import circle, DOWN
 from .launcher import node_args, NodeProcess
@@ -50,8 +51,20 @@ SERVED_WITHIN = 0.010
 CALL_TIMEOUT = 2.0
 #: A ~/solve answer is due within the node's solve timeout plus this margin [s].
 ANSWER_MARGIN = 0.050
-#: The node's default solve timeout [s] (parameter ``timeout``; the requests leave theirs at 0).
-SOLVE_TIMEOUT = next(p.default for p in PARAMETERS if p.name == 'timeout')
+
+
+def solve_timeout():
+    """Return the solve timeout [s] of the node the benchmark starts: its config's ``timeout``, else the default.
+
+    The requests leave theirs at 0, so the node's ``timeout`` parameter is what a call is due within.
+    """
+    with open(arm_files('ik7')[1]) as f:
+        configured = next(v['ros__parameters'] for k, v in yaml.safe_load(f).items() if k.endswith('ik_solver'))
+    return float(configured.get('timeout', next(p.default for p in PARAMETERS if p.name == 'timeout')))
+
+
+#: The solve timeout of the benchmarked node [s]: a ~/solve answer is due within it plus ANSWER_MARGIN.
+SOLVE_TIMEOUT = solve_timeout()
 
 
 def echo_node():
