@@ -14,7 +14,7 @@ the solver's jump_threshold or refused by the guard (reason joint_jump).
 What the guard bounds is each move's change from the state it starts at to its goal (``max_joint_jump``,
 see ``CommandGuard.check_jump``); the node stamps a trajectory with the instant that start state describes.
 So a move's joint change is measured from the simulator's own record: its joint_states at the instant the
-trajectory's stamp names (interpolated between its 200 Hz samples), to the trajectory's end.  That record
+trajectory's stamp names (interpolated between its samples), to the trajectory's end.  That record
 must reach the stamp before it is read: the state of an instant arrives after a trajectory stamped with
 it (a move that starts now is stamped now, and the simulator publishes that instant's joints at its next
 sample, late under load).  Read earlier, the last recorded state, an earlier one of a moving arm, would
@@ -106,8 +106,12 @@ TRAJECTORY_TOPIC = 'joint_trajectory_controller/joint_trajectory'
 ALLOWED_REASONS = {'success', 'joint_jump', 'timeout', 'unreachable', 'joint_limits', 'singular', 'expired'}
 #: Node parameters for a loaded CI host: targets and joint states up to 2 s old are still used.
 LOADED_HOST = {'max_target_age': 2.0, 'joint_states_timeout': 2.0}
-#: A move's start read from the simulator's joint_states (200 Hz, interpolated) is this close to the state the
-#: node planned from [rad]: a joint at 1 rad/s moves 5 mm-rad between two samples.
+#: The simulators' joint_states rate [Hz]: half their default, as four processes and two observers share a
+#: loaded host; between two samples a joint the node moves (at most 1.5 rad/s^2 here) leaves a straight line
+#: by 20 urad.
+STATE_RATE = 100.0
+#: A move's start read from the simulator's joint_states (interpolated) is this close to the state the node
+#: planned from [rad].
 STAMP_TOLERANCE = 0.01
 #: Acceleration of the test's own moves to a line's start [rad/s^2]: ik7's (config/ik7_joint_limits.yaml), below
 #: the Panda's datasheet (7.5 to 20); the node, without a limits file, plans with 1.
@@ -167,13 +171,14 @@ def _processes(name):
     initial = FLIPS[name].start.tolist()
     # ik7's flip posture has link5 touching link7 in its collision geometry: this test is about jumps
     node = dict(LOADED_HOST, max_joint_jump=MAX_JUMP, avoid_collisions=False)
+    sim = {'kinematic': True, 'initial_positions': initial, 'publish_rate': STATE_RATE}
     if name == 'ik7':
-        return (start('sim.sim_arm_node', name, namespace=name, kinematic=True, initial_positions=initial),
+        return (start('sim.sim_arm_node', name, namespace=name, **sim),
                 start('ros.ik_node', name, namespace=name, **node))
     urdf, base, tip = example_robot(PANDA[0]), PANDA[1], PANDA[2]
     links = {'base_link': base, 'tip_link': tip}
     # the Panda's meshes are package:// paths the node need not resolve: collisions are not checked here
-    return (_start_urdf(name, 'sim.sim_arm_node', urdf, kinematic=True, initial_positions=initial, **links),
+    return (_start_urdf(name, 'sim.sim_arm_node', urdf, **sim, **links),
             _start_urdf(name, 'ros.ik_node', urdf, skip_missing_meshes=True, **links, **node))
 
 
