@@ -17,6 +17,7 @@ import time
 
 from geometry_msgs.msg import PoseStamped
 from ik_solver_interfaces.srv import ComputeFK, PlanPath, SolveIK
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
@@ -61,14 +62,15 @@ class IKSolverNode(Node):
         self._warm_up(p.values)  # compiled kernels before any service is offered: available means ready
         motion_guard.warm_up()  # and the motion kernels: the first move is sent as fast as the next
         self.reporter = OutcomeReporter(self, lambda outcome: describe(self._robot, outcome))
-        self.mailbox = TargetMailbox(self.reporter)
         self.joint_states = JointStateTracker(self, p['joint_states_topic'], p['joint_states_timeout'],
                                               tolerance=p['state_tolerance'])
         self.frames = TargetFrames(self)
         self.contexts = ContextBuilder(self, self._on_controller_event)
         self.requests = IKRequests(self)
         self.worker = Worker(self, idle=self._take_target, idle_period=WAIT_PERIOD, name='ik_solver_worker')
-        self.create_subscription(PoseStamped, '~/target_pose', self._on_target, TARGET_QOS)
+        self.mailbox = TargetMailbox(self.reporter, self.worker.wake_executor)
+        self.create_subscription(PoseStamped, '~/target_pose', self._on_target, TARGET_QOS,
+                                 callback_group=MutuallyExclusiveCallbackGroup())  # it pauses (target_mailbox)
         self.create_service(SolveIK, '~/solve', self._on_solve, callback_group=self.worker.callback_group)
         self.create_service(PlanPath, '~/plan_path', self._on_plan_path, callback_group=self.worker.callback_group)
         self.create_service(ComputeFK, '~/compute_fk', self.requests.compute_fk)
@@ -185,11 +187,13 @@ class IKSolverNode(Node):
 
     # -- targets ----------------------------------------------------------------------------------
 
-    def _on_target(self, msg, info):
+    async def _on_target(self, msg, info):
         """Hand a target to the worker: stored and signalled, nothing else (every check is the worker's)."""
         # a target queued behind a busy executor ages from its reception
-        self.mailbox.post(Pending(msg, received_monotonic(info)))
+        taken = self.mailbox.post(Pending(msg, received_monotonic(info)))
         self.worker.nudge()
+        if taken is not None:   # faster than the worker: no more targets until it takes this one
+            await taken
 
     def _take_target(self):
         """Handle the target in the mailbox (the worker's idle job); True if one waits for the model or state."""

@@ -4,12 +4,19 @@ A stream faster than the solver must not queue: acting on old targets makes the 
 client.  So one target waits at most; a newer one supersedes it (reported with the next status), and a
 target put back because it waits for the model or a first joint state never replaces one that arrived
 meanwhile.
+
+A target that supersedes another (the stream is faster than the worker) is posted with a Future that is
+done when the worker takes it: the subscription callback awaits it, so the executor takes no more targets
+meanwhile and the middleware's one-slot queue keeps the newest one.  During a flood the executor then
+converts and hands over a few targets per handling, not every one that arrives, and stays free for
+service requests; the target the worker acts on is never older than one handling.
 """
 from dataclasses import dataclass
 import threading
 import time
 
 from geometry_msgs.msg import PoseStamped
+from rclpy.task import Future
 from rclpy.time import Time
 
 
@@ -23,26 +30,46 @@ class Pending:
 
 
 class TargetMailbox:
-    """Holds one Pending target; ``superseded()`` of ``reporter`` counts each one replaced."""
+    """Holds one Pending target; ``superseded()`` of ``reporter`` counts each one replaced.
 
-    def __init__(self, reporter):
+    Args:
+        reporter: the node's OutcomeReporter.
+        woken: called after ``take()`` completed a Future from ``post()``: wakes the executor that awaits it.
+    """
+
+    def __init__(self, reporter, woken=lambda: None):
         self._reporter = reporter
+        self._woken = woken
         self._pending = None
+        self._taken = None   # the Future of the target that superseded another, done when it is taken
         self._lock = threading.Lock()
 
     def post(self, pending):
-        """Put a target in the mailbox; one already there is superseded (unless it is older than ``pending``)."""
+        """Put a target in the mailbox; one already there is superseded (unless it is older than ``pending``).
+
+        Returns:
+            None, or (when ``pending`` superseded a target) an rclpy Future done once the worker takes it.
+        """
         with self._lock:
-            if self._pending is not None:
-                self._reporter.superseded()
-                if pending.waited:  # a waiting target put back never replaces one that arrived meanwhile
-                    return
+            if self._pending is None:
+                self._pending = pending
+                return None
+            self._reporter.superseded()
+            if pending.waited:  # a waiting target put back never replaces one that arrived meanwhile
+                return None
             self._pending = pending
+            if self._taken is None:
+                self._taken = Future()
+            return self._taken
 
     def take(self):
         """Return the waiting Pending target and empty the mailbox, or None."""
         with self._lock:
             pending, self._pending = self._pending, None
+            taken, self._taken = self._taken, None
+        if taken is not None:
+            taken.set_result(True)
+            self._woken()
         return pending
 
 

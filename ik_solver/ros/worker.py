@@ -75,7 +75,7 @@ class Worker:
         self._stopped = False
         self.callback_group = ReentrantCallbackGroup()
         self._duty = DutyWindow(MAX_DUTY, DUTY_WINDOW)
-        self._watchdog = Watchdog(self._wake_executor, priority)
+        self._watchdog = Watchdog(self.wake_executor, priority)
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
@@ -179,9 +179,9 @@ class Worker:
             if future is None:
                 return
             future.set_result(result)
-        self._wake_executor()
+        self.wake_executor()
 
-    def _wake_executor(self):
+    def wake_executor(self):
         """Wake the node's executor: a coroutine awaiting a job's Future resumes only when it wakes."""
         executor = self._node.executor
         if executor is not None:
