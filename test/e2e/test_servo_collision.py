@@ -4,8 +4,9 @@ The servo and the simulator load the same world (config/ik7_scene.yaml: a table 
 witnesses are independent of the servo's distances: the simulator's ``~/contacts`` (every arm-world contact
 of any physics step) and a CollisionModel of this process (exact shapes, padding 0) run on every command
 the servo published.  Each braking test has a positive control: the same motion with ``check_collisions``
-false does reach the contact, so the witnesses see it.  The tests run in file order: the folded arm's two
-tests one after the other (the second starts where the first left the arm), and the table's contact last.
+false does reach the contact, so the witnesses see it.  The tests run in file order, each starting where the one
+before left the arm: the table's tests first (the reversal from the halt the first one reached), the folded
+arm's last, so that the arm crosses from the table to the folded posture once.
 """
 import json
 import os
@@ -18,7 +19,7 @@ from ik_solver_demos.tools.resources import arm_files
 from ik_solver_demos.tools.servo_demo import ServoClient, start_servo
 import numpy as np
 import pytest
-from ros_fixtures import isolate_ros_domain  # noqa: I100
+from ros_fixtures import isolate_ros_domain, poll  # noqa: I100
 
 pytest.importorskip('pinocchio', reason='Pinocchio (PyPI pin) is not installed: no collision model')
 pytest.importorskip('mujoco', reason='MuJoCo is not installed: no physics')
@@ -46,6 +47,12 @@ PADDING = 0.01
 #: (config/ik7_joint_limits.yaml allows 3), and closes the last 2 mm-rad in 60 % of the time of its default 2.
 HOMING_GAIN = 3.0
 SPEED = 0.1        # m/s, tip speed of the twists
+#: How long [s] a stream goes on after the servo halts for a collision: the halt must hold while the operator
+#: still holds the key, and the commands the halt publishes are in by then.
+HOLD = 0.5
+#: Longest stream [s] toward a contact: the twist halts after about 1.2 s, the jog after about 1 s (at most
+#: 0.5 rad at JOG), or ends at the contact a control waits for; the rest is room for a loaded host.
+REACH = 6.0
 JOG = 0.5          # rad/s, joint2's speed in the self-collision jog (toward the back)
 SERVO = {'command_in_type': 'speed_units', 'srdf_file': SRDF, 'scene_file': SCENE, 'collision_padding': PADDING,
          'incoming_command_timeout': 0.2}
@@ -63,6 +70,7 @@ class Rig:
         self.parameters = self.client.create_client(SetParameters, 'ik_servo/set_parameters')
         self.witness = CollisionModel(arm_files('ik7')[0], 'base_link', 'tool0', srdf=SRDF)
         self.witness.set_obstacles(load_scene(SCENE))
+        self.table_halt = None   # joint positions where a twist toward the table last halted, at rest
 
     def _on_contacts(self, msg):
         with self.client.lock:
@@ -91,6 +99,20 @@ class Rig:
     def statuses(self, t):
         return [m for _, m in self.client.since(self.client.statuses, t)]
 
+    def halted_for(self, t0, hold=HOLD):
+        """Return a predicate: the servo reported HALT_FOR_COLLISION since ``t0``, ``hold`` [s] ago or more."""
+        def held():
+            halts = [s for s, m in self.client.since(self.client.statuses, t0) if m.code == Status.HALT_FOR_COLLISION]
+            return bool(halts) and time.monotonic() - halts[0] >= hold
+        return held
+
+    def wait_idle(self, quiet=0.3, timeout=10.0):
+        """Wait until no command has arrived for ``quiet`` [s]: the servo idles, its last commands are all in."""
+        def age():
+            with self.client.lock:
+                return time.monotonic() - self.client.commands[-1][0] if self.client.commands else quiet
+        assert poll(lambda: age() >= quiet, timeout), 'the servo goes on commanding'
+
     def close(self):
         self.client.close()
         self.servo.stop()
@@ -110,12 +132,31 @@ def rig(ik7):
         rclpy.try_shutdown()
 
 
-def lower_onto_table(rig, seconds=3.0, until=None):
-    """Stream a downward twist from above the table; return its start time."""
+def lower_onto_table(rig, until=None):
+    """Stream a downward twist from above the table until ``until()`` (default: HOLD after a halt); return its start.
+
+    Args:
+        rig: the module's Rig.
+        until: predicate that ends the stream early; the stream lasts REACH seconds at most.
+
+    Returns:
+        The monotonic time [s] the stream started.
+    """
     rig.go_to(ABOVE_TABLE)
     t0 = time.monotonic()
-    rig.client.stream(lambda t: rig.client.twist((0.0, 0.0, -SPEED)), seconds, until=until)
+    rig.client.stream(lambda t: rig.client.twist((0.0, 0.0, -SPEED)), REACH, until=until or rig.halted_for(t0))
     return t0
+
+
+def halt_at_table(rig):
+    """Leave the arm at rest where a twist toward the table halts: lowered, unless it rests there already."""
+    latest = rig.client.latest(rig.client.joints)[0]
+    if rig.table_halt is not None and np.abs(latest - rig.table_halt).max() < 1e-3:
+        return
+    lowered = lower_onto_table(rig)
+    assert rig.client.wait_rest()
+    assert any(m.code == Status.HALT_FOR_COLLISION for m in rig.statuses(lowered)), 'not halted at the table'
+    rig.table_halt = rig.client.latest(rig.client.joints)[0]
 
 
 def clearances(rig, Q):
@@ -129,8 +170,10 @@ def tip_speeds(chain, Q, period=0.01):
 
 
 def test_twist_toward_the_table_decelerates_and_halts_short_of_it(rig):
+    """Lowered until the halt has held HOLD seconds of the continued twist: decelerated, halted, no contact."""
     t0 = lower_onto_table(rig)
     assert rig.client.wait_rest()
+    rig.table_halt = rig.client.latest(rig.client.joints)[0]
     codes = [m.code for m in rig.statuses(t0)]
     assert Status.DECELERATE_FOR_COLLISION in codes, codes
     halts = [m.message for m in rig.statuses(t0) if m.code == Status.HALT_FOR_COLLISION]
@@ -143,12 +186,13 @@ def test_twist_toward_the_table_decelerates_and_halts_short_of_it(rig):
 
 
 def test_reversing_from_the_halt_moves_at_full_speed_at_once(rig, ik7):
-    lowered = lower_onto_table(rig)
-    assert rig.client.wait_rest()
-    assert any(m.code == Status.HALT_FOR_COLLISION for m in rig.statuses(lowered)), 'not halted at the table'
-    t0 = time.monotonic()
+    """From rest at the table's halt (where the test before left the arm, or lowered there) up at full speed."""
+    halt_at_table(rig)
+    rig.wait_idle()   # the commands of the halt are in: the reversal's own come after t0
+    t0, stamped = time.monotonic(), rig.client.now()
     rig.client.stream(lambda t: rig.client.twist((0.0, 0.0, SPEED)), 1.0)
-    statuses = rig.statuses(t0)
+    # by the servo's stamps: a loaded host may deliver the halt's last statuses after the reversal began
+    statuses = [m for m in rig.statuses(t0) if m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 >= stamped]
     assert statuses and all(m.code not in (Status.DECELERATE_FOR_COLLISION, Status.HALT_FOR_COLLISION)
                             for m in statuses), [(m.code, m.message) for m in statuses]
     Q = rig.commanded(t0)
@@ -156,6 +200,23 @@ def test_reversing_from_the_halt_moves_at_full_speed_at_once(rig, ik7):
     # from rest at the table to the commanded speed within the acceleration limits (about 0.2 s)
     assert speeds[:50].max() >= 0.95 * SPEED, speeds[:50]
     assert ik7.fk(Q[-1])[2, 3] > ik7.fk(Q[0])[2, 3] + 0.03   # up, away from the table (load may cut the stream)
+
+
+def test_control_twist_toward_the_table_with_checking_off_hits_it(rig, ik7):
+    rig.go_to(ABOVE_TABLE)   # with checking on: only the twist below runs unchecked
+    rig.check_collisions(False)
+    try:
+        start = time.monotonic()
+        t0 = lower_onto_table(rig, until=lambda: bool(rig.contacts_since(start)))
+        assert rig.contacts_since(t0), 'the simulator saw no contact: the braking tests would prove nothing'
+        rig.client.wait_rest()   # a loaded host may deliver the contact's report before the commands that made it
+        assert clearances(rig, rig.commanded(t0)).min() < 0.0
+    finally:
+        # back up to ABOVE_TABLE's height however long a loaded host takes: the next test jogs from there
+        top = ik7.fk(ABOVE_TABLE)[2, 3]
+        rig.client.stream(lambda t: rig.client.twist((0.0, 0.0, SPEED)), REACH,
+                          until=lambda: ik7.fk(rig.client.latest(rig.client.joints)[0])[2, 3] >= top)
+        rig.check_collisions(True)
 
 
 def test_twist_along_the_table_two_centimetres_above_it_is_not_slowed(rig, ik7):
@@ -184,7 +245,7 @@ def fold(rig):
 def test_jog_folding_the_arm_onto_its_base_halts_before_contact(rig):
     fold(rig)
     t0 = time.monotonic()
-    rig.client.stream(lambda t: rig.client.jog(['joint2'], [-JOG]), 3.0)
+    rig.client.stream(lambda t: rig.client.jog(['joint2'], [-JOG]), REACH, until=rig.halted_for(t0))
     assert rig.client.wait_rest()
     halts = [m.message for m in rig.statuses(t0) if m.code == Status.HALT_FOR_COLLISION]
     assert halts and 'base_link' in halts[-1], halts
@@ -204,20 +265,10 @@ def test_control_jog_onto_the_base_with_checking_off_reaches_contact(rig):
             return len(Q) > 0 and rig.witness.check(Q[-1]) is not None
 
         rig.client.stream(lambda t: rig.client.jog(['joint2'], [-JOG]), 8.0, until=touching)
-        pairs = [rig.witness.check(q) for q in rig.commanded(t0)]
-        assert any(p is not None and 'base_link' in p for p in pairs), 'no self contact commanded'
+        Q = rig.commanded(t0)
+        pairs = [rig.witness.check(q) for q in Q]
+        assert any(p is not None and 'base_link' in p for p in pairs), (
+            'no self contact commanded', Q[-1:], sorted({(m.code, m.message) for m in rig.statuses(t0)}))
     finally:
         rig.client.stream(lambda t: rig.client.jog(['joint2'], [JOG]), 1.0)
-        rig.check_collisions(True)
-
-
-def test_control_twist_toward_the_table_with_checking_off_hits_it(rig):
-    rig.check_collisions(False)
-    try:
-        start = time.monotonic()
-        t0 = lower_onto_table(rig, until=lambda: bool(rig.contacts_since(start)))
-        assert rig.contacts_since(t0), 'the simulator saw no contact: the braking tests would prove nothing'
-        assert clearances(rig, rig.commanded(t0)).min() < 0.0
-    finally:
-        rig.client.stream(lambda t: rig.client.twist((0.0, 0.0, SPEED)), 1.0)
         rig.check_collisions(True)
