@@ -192,7 +192,7 @@ class IKSolverNode(Node):
         # a target queued behind a busy executor ages from its reception
         taken = self.mailbox.post(Pending(msg, received_monotonic(info)))
         self.worker.nudge()
-        if taken is not None:   # faster than the worker: no more targets until it takes this one
+        if taken is not None:   # faster than the worker: no more targets until its handling ends
             await taken
 
     def _take_target(self):
@@ -205,6 +205,7 @@ class IKSolverNode(Node):
         except Exception as exc:  # a callback must never take the node down
             self.get_logger().error(f'target dropped: unexpected error: {exc!r}')
             outcome = Outcome('topic', 'invalid_input', f'unexpected error: {exc!r}')
+        self.mailbox.handled()
         if outcome is not None:  # reported after the command went out: status, markers and diagnostics
             outcome.latency = time.monotonic() - pending.arrival
             outcome.target_age = target_age(pending.msg, pending.arrival, self.get_clock())

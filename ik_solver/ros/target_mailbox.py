@@ -5,11 +5,12 @@ client.  So one target waits at most; a newer one supersedes it (reported with t
 target put back because it waits for the model or a first joint state never replaces one that arrived
 meanwhile.
 
-A target that supersedes another (the stream is faster than the worker) is posted with a Future that is
-done when the worker takes it: the subscription callback awaits it, so the executor takes no more targets
-meanwhile and the middleware's one-slot queue keeps the newest one.  During a flood the executor then
-converts and hands over a few targets per handling, not every one that arrives, and stays free for
-service requests; the target the worker acts on is never older than one handling.
+A target that supersedes another while the worker handles one (the stream is faster than the worker) is
+posted with a Future that is done when that handling ends: the subscription callback awaits it, so the
+executor takes no more targets meanwhile and the middleware's one-slot queue keeps the newest one.  During
+a flood the executor then hands over a few targets per handling, not every one that arrives, and stays
+free for service requests.  While the worker rests or waits, targets replace each other as they come:
+the one it takes next is as fresh as the executor can make it.
 """
 from dataclasses import dataclass
 import threading
@@ -41,14 +42,16 @@ class TargetMailbox:
         self._reporter = reporter
         self._woken = woken
         self._pending = None
-        self._taken = None   # the Future of the target that superseded another, done when it is taken
+        self._busy = False   # the worker handles a target it took
+        self._handled = None   # the Future a paused callback awaits, done when that handling ends
         self._lock = threading.Lock()
 
     def post(self, pending):
         """Put a target in the mailbox; one already there is superseded (unless it is older than ``pending``).
 
         Returns:
-            None, or (when ``pending`` superseded a target) an rclpy Future done once the worker takes it.
+            None, or (when ``pending`` superseded a target during a handling) an rclpy Future done when the
+            handling ends.
         """
         with self._lock:
             if self._pending is None:
@@ -58,19 +61,26 @@ class TargetMailbox:
             if pending.waited:  # a waiting target put back never replaces one that arrived meanwhile
                 return None
             self._pending = pending
-            if self._taken is None:
-                self._taken = Future()
-            return self._taken
+            if not self._busy:
+                return None
+            if self._handled is None:
+                self._handled = Future()
+            return self._handled
 
     def take(self):
-        """Return the waiting Pending target and empty the mailbox, or None."""
+        """Return the waiting Pending target and empty the mailbox, or None; a target taken is being handled."""
         with self._lock:
             pending, self._pending = self._pending, None
-            taken, self._taken = self._taken, None
-        if taken is not None:
-            taken.set_result(True)
-            self._woken()
+            self._busy = pending is not None
         return pending
+
+    def handled(self):
+        """End the handling of the target taken last: a paused stream goes on."""
+        with self._lock:
+            future, self._handled, self._busy = self._handled, None, False
+        if future is not None:
+            future.set_result(True)
+            self._woken()
 
 
 def target_age(msg, arrival, clock):

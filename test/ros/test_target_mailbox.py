@@ -1,7 +1,8 @@
-"""The IK node's one-slot target mailbox: the newest wins, and a target that supersedes another pauses the stream.
+"""The IK node's one-slot target mailbox: the newest wins; superseding a target during a handling pauses the stream.
 
-A subscription callback that supersedes a target gets a Future done when the worker takes the mailbox, and
-awaits it: the executor takes no more targets meanwhile (the middleware's one-slot queue keeps the newest).
+A subscription callback that supersedes a target while the worker handles another gets a Future done when
+that handling ends, and awaits it: the executor takes no more targets meanwhile (the middleware's one-slot
+queue keeps the newest).
 """
 import pytest
 
@@ -27,17 +28,21 @@ def _target(k, waited=False):
     return Pending(msg, float(k), waited)
 
 
-def test_a_target_that_supersedes_another_is_paused_until_the_worker_takes_the_newest():
+def test_a_target_that_supersedes_another_during_a_handling_pauses_the_stream_until_it_ends():
     reporter, wakes = Reporter(), []
     mailbox = TargetMailbox(reporter, lambda: wakes.append(True))
-    assert mailbox.post(_target(1)) is None   # the worker keeps up: the stream goes on
-    paused = mailbox.post(_target(2))
+    assert mailbox.post(_target(1)) is None
+    assert mailbox.post(_target(2)) is None   # the worker rests or waits: targets replace each other freely
+    assert mailbox.take().msg.header.frame_id == 'target_2'   # the newest wins, and is being handled
+    assert mailbox.post(_target(3)) is None   # the worker keeps up: the stream goes on
+    paused = mailbox.post(_target(4))
     assert paused is not None and not paused.done()
-    assert mailbox.post(_target(3)) is paused   # one pause, whatever replaced the target meanwhile
-    assert reporter.count == 2 and not wakes
-    assert mailbox.take().msg.header.frame_id == 'target_3'   # the newest wins
+    assert mailbox.post(_target(5)) is paused   # one pause, whatever replaced the target meanwhile
+    assert reporter.count == 3 and not wakes
+    mailbox.handled()
     assert paused.done() and wakes == [True]   # the stream resumes, and the executor is woken to see it
-    assert mailbox.take() is None and mailbox.post(_target(4)) is None
+    assert mailbox.post(_target(6)) is None   # no handling under way: no pause
+    assert mailbox.take().msg.header.frame_id == 'target_6'
 
 
 def test_a_waiting_target_put_back_never_replaces_a_newer_one_nor_pauses():
