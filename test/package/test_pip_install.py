@@ -41,16 +41,27 @@ def python_blocks(path):
     return re.findall(r'^```python\n(.*?)^```', path.read_text(), re.S | re.M)
 
 
+def pip(python, *arguments):
+    """Return the command that runs this interpreter's pip on the environment of ``python`` (``pip --python``).
+
+    The fresh venv is made without pip of its own: ensurepip would install and byte-compile pip and
+    setuptools there first, and what is proven is what pip puts into that venv, whichever pip runs.
+    ``--no-compile``: the venv's Python compiles what it imports, not every module of numpy, scipy,
+    numba and llvmlite up front (most of the install's time).
+    """
+    return [sys.executable, '-m', 'pip', '--python', python, 'install', '--quiet', '--no-compile', *arguments]
+
+
 @pytest.fixture(scope='module')
 def installed(tmp_path_factory):
-    """(python of a fresh venv with the checkout pip-installed, copy of the checkout)."""
+    """(python of a fresh venv with the checkout pip-installed, copy of the checkout), built once per module."""
     base = tmp_path_factory.mktemp('pip_install')
     checkout = base / 'ik_solver'
     shutil.copytree(ROOT, checkout, ignore=NOT_COPIED)
-    run([sys.executable, '-m', 'venv', base / 'venv'], base, 120)
+    run([sys.executable, '-m', 'venv', '--without-pip', base / 'venv'], base, 120)
     python = base / 'venv' / 'bin' / 'python'
-    run([python, '-m', 'pip', 'install', '--quiet', 'setuptools>=61', 'wheel'], base, 600)
-    run([python, '-m', 'pip', 'install', '--quiet', '--no-build-isolation', checkout], base, 900)
+    run(pip(python, 'setuptools>=61', 'wheel'), base, 600)
+    run(pip(python, '--no-build-isolation', checkout), base, 900)
     return python, checkout
 
 
@@ -88,8 +99,7 @@ def test_runtime_wheel_holds_no_simulator_demos_or_tools(installed):
 def test_demos_package_installs_on_the_runtime(installed):
     """``pip install ./ik_solver_demos`` (no dependencies fetched here): its modules, scripts and requirements."""
     python, checkout = installed
-    run([python, '-m', 'pip', 'install', '--quiet', '--no-deps', '--no-build-isolation', checkout / 'ik_solver_demos'],
-        checkout, 600)
+    run(pip(python, '--no-deps', '--no-build-isolation', checkout / 'ik_solver_demos'), checkout, 600)
     probe = ('import importlib.metadata as m, importlib.util as u\n'
              'modules = ("ik_solver_demos.sim.physics", "ik_solver_demos.tools.demo")\n'
              'print(*(u.find_spec(n) is not None for n in modules))\n'
