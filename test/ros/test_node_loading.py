@@ -6,6 +6,7 @@ depends on the disk cache), and every kernel call from Python is recorded with i
 kernel the node's configuration does not use is never called, and a request calls no kernel the start
 did not already run, so nothing is loaded or compiled on the hot path.
 """
+from concurrent.futures import ThreadPoolExecutor
 import json
 import os
 import pathlib
@@ -51,7 +52,7 @@ from rclpy.parameter import Parameter
 from ik_solver_interfaces.srv import SolveIK
 from ik_solver.ros.ik_node import IKSolverNode
 from ik_solver.ros.messages import matrix_to_pose
-rclpy.init()
+rclpy.init(args=['--ros-args', '-r', '__ns:=/' + request['namespace']])   # side by side with the others
 node = IKSolverNode(parameter_overrides=[Parameter(k, value=v) for k, v in request['params'].items()])
 chain = node.model.chain
 report = {'start': list(calls), 'steps': []}
@@ -105,17 +106,19 @@ print(json.dumps(report))
 """
 
 
-def probe(params, actions=()):
+def probe(params, actions=(), namespace='node_loading'):
     """Build the node with ``params`` in a fresh process, run ``actions``; return (report, log text).
 
     Args:
         params: parameter overrides of the node.
         actions: ('solve', {SolveIK request field: value}), ('set', {parameter: value}), ('target', None) (a
             target from rest, sent) or ('markers', None) (~/collision_objects adds a box) steps, in order.
+        namespace: the node's namespace (probes that run at once each have their own).
     """
     env = dict(os.environ, IK_SOLVER_KERNELS='interpreted', ROS_DOMAIN_ID=suite_domain(),
                ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
-    done = subprocess.run([sys.executable, '-c', _PROBE], input=json.dumps({'params': params, 'actions': actions}),
+    request = {'params': params, 'actions': actions, 'namespace': namespace}
+    done = subprocess.run([sys.executable, '-c', _PROBE], input=json.dumps(request),
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
@@ -137,9 +140,45 @@ def kernels(calls):
     return {(name, tuple(types)) for name, _, types in calls}
 
 
-def test_collision_checking_off_loads_no_pinocchio_and_only_the_configured_kernels():
+def planar3_without_collision_geometry():
+    """Return planar3's URDF text with its <collision> elements taken out."""
+    return re.sub(r'<collision>.*?</collision>', '', (URDF / 'planar3.urdf').read_text(), flags=re.S)
+
+
+def probe_cases():
+    """Return the probes of this module's tests: {name: (params, actions)}, as ``probe`` takes them."""
+    return {
+        'collision_off': (ik7(avoid_collisions=False), [('solve', {})]),
+        'first_request_avoid_False': (ik7(avoid_collisions=False), [('solve', {}), ('target', None)]),
+        'first_request_avoid_True': (ik7(avoid_collisions=True), [('solve', {}), ('target', None)]),
+        'no_collision_geometry': ({'robot_description': planar3_without_collision_geometry(), 'base_link': 'base_link',
+                                   'tip_link': 'tool0', 'avoid_collisions': True, 'timeout': SOLVE_TIMEOUT},
+                                  [('solve', {}), ('solve', ON)]),
+        'switched_at_run_time': (ik7(avoid_collisions=False), [('set', {'method': 'pinv'}), ('solve', {}),
+                                                               ('solve', ON), ('set', {'avoid_collisions': True}),
+                                                               ('solve', {})]),
+        'request_for_another_method': (ik7(avoid_collisions=False), [('solve', {'method': 'pinv'}),
+                                                                     ('solve', {'method': 'pinv'})]),
+        'collision_objects': (ik7(avoid_collisions=False), [('markers', None), ('solve', ON)]),
+    }
+
+
+@pytest.fixture(scope='module')
+def probes():
+    """Start every probe of ``probe_cases`` at once, a core's worth at a time; yield {name: its Future}.
+
+    Each probe is a process of its own with a namespace of its own: run side by side, each sees what it
+    would alone (what its node imported and called), and the module takes the time of about half of them.
+    """
+    namespace = f'node_loading_{os.getpid()}'
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        yield {name: pool.submit(probe, params, actions, f'{namespace}_{name}')
+               for name, (params, actions) in probe_cases().items()}
+
+
+def test_collision_checking_off_loads_no_pinocchio_and_only_the_configured_kernels(probes):
     """Collision checking off: no Pinocchio, Coal or simulator, of the kernels only lm's and what a status reports."""
-    report, _ = probe(ik7(avoid_collisions=False), [('solve', {})])
+    report, _ = probes['collision_off'].result()
     assert report['modules'] == []
     called = {name for name, _, _ in report['start']}
     assert variants(report['start']) == {1}   # lm without goals: neither the other methods nor the goals
@@ -148,9 +187,9 @@ def test_collision_checking_off_loads_no_pinocchio_and_only_the_configured_kerne
 
 
 @pytest.mark.parametrize('avoid', [False, True])
-def test_a_first_request_runs_only_kernels_the_start_ran(avoid):
+def test_a_first_request_runs_only_kernels_the_start_ran(probes, avoid):
     """Whatever the configuration, the first request and target load nothing: the start loaded what they run."""
-    report, _ = probe(ik7(avoid_collisions=avoid), [('solve', {}), ('target', None)])
+    report, _ = probes[f'first_request_avoid_{avoid}'].result()
     for step in report['steps']:
         assert step['answer']['successful'], step['answer']
         assert kernels(step['calls']) <= kernels(report['start'])
@@ -158,22 +197,20 @@ def test_a_first_request_runs_only_kernels_the_start_ran(avoid):
     assert (report['modules'] == ['coal', 'pinocchio']) == avoid
 
 
-def test_a_robot_without_collision_geometry_loads_no_pinocchio():
+def test_a_robot_without_collision_geometry_loads_no_pinocchio(probes):
     """Collision checking on, but nothing to check: the description tells so without Pinocchio."""
-    text = re.sub(r'<collision>.*?</collision>', '', (URDF / 'planar3.urdf').read_text(), flags=re.S)
+    text = planar3_without_collision_geometry()
     assert '<collision' not in text and 'include' not in text
-    report, _ = probe({'robot_description': text, 'base_link': 'base_link', 'tip_link': 'tool0',
-                       'avoid_collisions': True, 'timeout': SOLVE_TIMEOUT}, [('solve', {}), ('solve', ON)])
+    report, _ = probes['no_collision_geometry'].result()
     assert report['modules'] == []
     assert report['steps'][0]['answer']['successful']
     assert not report['steps'][1]['answer']['successful']   # collision checking asked for: none to be had
     assert 'no collision model' in report['steps'][1]['answer']['reason']
 
 
-def test_options_switched_at_run_time_load_then_and_say_so():
+def test_options_switched_at_run_time_load_then_and_say_so(probes):
     """A method set at run time, and collision checking asked for, load then (logged) and work."""
-    report, log = probe(ik7(avoid_collisions=False), [('set', {'method': 'pinv'}), ('solve', {}), ('solve', ON),
-                                                      ('set', {'avoid_collisions': True}), ('solve', {})])
+    report, log = probes['switched_at_run_time'].result()
     set_pinv, solve_pinv, solve_checked, set_checked, solve_after = report['steps']
     assert set_pinv['answer']['successful'] and variants(set_pinv['calls']) == {2}   # loaded with the parameter
     assert "loading the compiled kernels of method 'pinv'" in log
@@ -188,9 +225,9 @@ def test_options_switched_at_run_time_load_then_and_say_so():
     assert kernels(solve_after['calls']) <= kernels(before)
 
 
-def test_a_request_for_another_method_loads_its_kernels_before_its_solve():
+def test_a_request_for_another_method_loads_its_kernels_before_its_solve(probes):
     """A request's own method is loaded before its solve starts (its timeout counts the solve alone)."""
-    report, log = probe(ik7(avoid_collisions=False), [('solve', {'method': 'pinv'}), ('solve', {'method': 'pinv'})])
+    report, log = probes['request_for_another_method'].result()
     first, second = report['steps']
     assert first['answer']['successful'], first['answer']
     assert variants(first['calls']) == {2}
@@ -198,9 +235,9 @@ def test_a_request_for_another_method_loads_its_kernels_before_its_solve():
     assert kernels(second['calls']) <= kernels(report['start'] + first['calls'])
 
 
-def test_collision_objects_build_the_world_when_collision_checking_is_off():
+def test_collision_objects_build_the_world_when_collision_checking_is_off(probes):
     """World objects sent while collisions are not checked are kept: the world is built for them (logged)."""
-    report, log = probe(ik7(avoid_collisions=False), [('markers', None), ('solve', ON)])
+    report, log = probes['collision_objects'].result()
     markers, checked = report['steps']
     assert markers['answer']['successful'] and markers['modules'] == ['coal', 'pinocchio']
     assert 'on first use: collision_objects arrived' in log
