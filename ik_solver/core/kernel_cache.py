@@ -21,6 +21,9 @@ default (``background``) the call runs the kernel's source interpreted
 (``interpreted``), at once and with the same results, only slower, while a
 background process (``compile_server``) compiles exactly the kernel types
 requested into this cache; a later call finds them there and runs compiled.
+A kernel the background process cannot provide (it failed or ended) compiles
+in this process on a thread of its own, the calls meanwhile interpreted: no
+call waits for a compilation.
 ``IK_SOLVER_KERNELS=interpreted`` never compiles (tests, debugging).
 
 While a kernel compiles, in this process for more than ``NOTICE_AFTER``
@@ -305,8 +308,10 @@ def _compile_for_args(dispatcher, *args, **kws):
 
     numba's dispatcher calls this (``Dispatcher._compile_for_args``) and then what it returns.
 
-    Kernels of other packages, and every kernel in 'inline' mode or when the
-    background process failed, take numba's own path (compile now).
+    Kernels of other packages, and every kernel in 'inline' mode, take numba's own path (compile now).
+    A kernel the background process cannot provide (it failed, died, or compiled it where this process
+    does not find it) compiles in this process on a thread of its own (``_compile_aside``): the call
+    never waits for a compilation (minutes under CPU load), it runs interpreted until then.
     """
     if kws or getattr(dispatcher._cache, '_impl', None) is None \
             or not isinstance(dispatcher._cache._impl.locator, ContentKeyedLocator):
@@ -317,7 +322,7 @@ def _compile_for_args(dispatcher, *args, **kws):
         return _numba_compile_for_args(dispatcher, *args, **kws)
     types = tuple(dispatcher.typeof_pyval(a) for a in args)
     if how == 'background' and not _look(dispatcher, types):
-        return _numba_compile_for_args(dispatcher, *args, **kws)
+        _compile_aside(dispatcher, types)
     if dispatcher.overloads.get(types) is not None:
         return dispatcher.overloads[types].entry_point
     twin = _twins.get(dispatcher)
@@ -360,23 +365,70 @@ def _look(dispatcher, types):
 
 
 _answered = {}   # (dispatcher, types) -> looks into the cache after the background process answered
+_aside = {}      # (dispatcher, types) -> the thread that compiles it in this process (``_compile_aside``)
+
+
+def _compile_aside(dispatcher, types):
+    """Compile ``dispatcher`` for argument ``types`` in this process on a daemon thread, once.
+
+    numba compiles holding its global compiler lock, tens of seconds of CPU per entry kernel: on the
+    caller's thread that blocks a solve far beyond its timeout, and any thread that loads a kernel
+    meanwhile (``_load``) would wait as long.  Once compiled, numba's dispatcher calls the kernel directly.
+    """
+    key = (dispatcher, types)
+    with _aside_lock:
+        if key not in _aside:
+            _aside[key] = threading.Thread(target=_compile_quietly, args=key, daemon=True,
+                                           name=f'ik_solver_compile_{dispatcher.py_func.__name__}')
+            _aside[key].start()
+
+
+_aside_lock = threading.Lock()
+
+
+def _compile_quietly(dispatcher, types):
+    """Compile ``dispatcher`` for ``types``; a failure is logged (the kernel then keeps running interpreted)."""
+    try:
+        dispatcher.compile(types)
+    except Exception as exc:  # noqa: B902 - a thread's failure would go unseen; the twin goes on serving
+        _log.warning('ik_solver: kernel %s did not compile (%s); it runs interpreted', dispatcher.py_func.__name__,
+                     exc)
+
+
+def _compiling_aside():
+    """Whether a compilation of ``_compile_aside`` runs: it holds numba's compiler lock for its whole length."""
+    return any(thread.is_alive() for thread in list(_aside.values()))
 
 
 def _load(dispatcher, types):
-    """Return the entry point of ``dispatcher`` for argument ``types`` from the on-disk cache, or None."""
-    with global_compiler_lock:
-        existing = dispatcher.overloads.get(types)
-        if existing is not None:
-            return existing.entry_point
-        cres = dispatcher._cache.load_overload(types, dispatcher.targetctx)
-        if cres is None:
-            return None
-        dispatcher._cache_hits[types] += 1
-        if not cres.objectmode:
-            dispatcher.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
-        dispatcher.add_overload(cres)
-        keep_bitcode_only(cres.library)
-        return cres.entry_point
+    """Return the entry point of ``dispatcher`` for argument ``types`` from the on-disk cache, or None.
+
+    While this process compiles a kernel aside (``_compile_aside``), numba's compiler lock is not waited
+    for: None, the caller runs the kernel interpreted and looks again later.
+    """
+    lock = global_compiler_lock._lock   # numba's RLock: its wrapper offers no non-blocking acquire
+    if not lock.acquire(blocking=not _compiling_aside()):
+        return None
+    try:
+        return _load_locked(dispatcher, types)
+    finally:
+        lock.release()
+
+
+def _load_locked(dispatcher, types):
+    """``_load`` with numba's compiler lock held."""
+    existing = dispatcher.overloads.get(types)
+    if existing is not None:
+        return existing.entry_point
+    cres = dispatcher._cache.load_overload(types, dispatcher.targetctx)
+    if cres is None:
+        return None
+    dispatcher._cache_hits[types] += 1
+    if not cres.objectmode:
+        dispatcher.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+    dispatcher.add_overload(cres)
+    keep_bitcode_only(cres.library)
+    return cres.entry_point
 
 
 def keep_bitcode_only(library):
