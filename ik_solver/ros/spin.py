@@ -23,6 +23,7 @@ import sys
 import threading
 
 import rclpy
+from rclpy.exceptions import InvalidHandle
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
@@ -177,10 +178,19 @@ def _exit_now():
 
 
 def _spin(executor, done):
+    """Spin ``executor`` until it stops; then set ``done``.
+
+    ``Executor.shutdown`` destroys the executor's guard conditions while a spin that has not yet seen the
+    shutdown may be building its wait set: that spin raises ``InvalidHandle``.  Once the node is stopping
+    (``done`` set by a stop signal), that is the end of spinning, not an error to print.
+    """
     try:
         executor.spin()
     except ExternalShutdownException:
         pass
+    except InvalidHandle:
+        if not done.is_set():
+            raise
     finally:
         done.set()
 

@@ -1,0 +1,62 @@
+"""ros.spin: a node stopped by a signal ends quietly even when its executor's shutdown races the spin."""
+import os
+import signal
+import threading
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+
+from rclpy.exceptions import InvalidHandle  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from ik_solver.ros.spin import _spin, run_node  # noqa: E402, I100
+
+
+class RacingExecutor(SingleThreadedExecutor):
+    """An executor whose spin loses the race with ``shutdown``: it raises InvalidHandle once shut down."""
+
+    def __init__(self):
+        super().__init__()
+        self.stopped = threading.Event()
+        self.raised = False
+
+    def spin(self):
+        self.stopped.wait(10.0)
+        self.raised = True
+        raise InvalidHandle('cannot use Destroyable because destruction was requested')
+
+    def shutdown(self, timeout_sec=None):
+        self.stopped.set()
+        return super().shutdown(timeout_sec=timeout_sec)
+
+
+def test_a_spin_raising_invalid_handle_after_a_stop_signal_ends_the_node_quietly():
+    """The spin thread's InvalidHandle during shutdown is the end of spinning: no traceback, exit code 0."""
+    made = []
+    errors = []
+    previous = threading.excepthook
+    threading.excepthook = errors.append
+    try:
+        def make_node():  # the executor below never runs callbacks: the stop signal comes from a thread
+            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+            return Node('spin_race_probe')
+        def make_executor():  # after rclpy.init, as run_node calls it
+            made.append(RacingExecutor())
+            return made[-1]
+        assert run_node(make_node, args=[], executor=make_executor, exit_process=False) == 0
+    finally:
+        threading.excepthook = previous
+    assert made and made[0].raised
+    assert not errors, [e.exc_value for e in errors]
+
+
+def test_an_invalid_handle_while_running_is_still_raised():
+    """Before any stop, InvalidHandle is a real fault and must not be swallowed."""
+    class Broken:
+        def spin(self):
+            raise InvalidHandle('destroyed while running')
+    done = threading.Event()
+    with pytest.raises(InvalidHandle):
+        _spin(Broken(), done)
+    assert done.is_set()
