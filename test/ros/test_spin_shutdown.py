@@ -41,9 +41,11 @@ def test_a_spin_raising_invalid_handle_after_a_stop_signal_ends_the_node_quietly
         def make_node():  # the executor below never runs callbacks: the stop signal comes from a thread
             threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
             return Node('spin_race_probe')
+
         def make_executor():  # after rclpy.init, as run_node calls it
             made.append(RacingExecutor())
             return made[-1]
+
         assert run_node(make_node, args=[], executor=make_executor, exit_process=False) == 0
     finally:
         threading.excepthook = previous
