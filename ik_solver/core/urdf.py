@@ -23,6 +23,7 @@ import io
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -51,10 +52,13 @@ MIN_AXIS_NORM = 1e-9
 #: Most links (and most joints) a robot may have: about ten times a humanoid with hands, and few enough that
 #: parsing and checking stay well under a second.
 MAX_ELEMENTS = 1000
-#: xacro evaluates Python expressions (``${9**9**9}`` never ends), so it runs in a child process, killed
-#: after this many seconds, with this much address space.  A plain URDF (what robot_state_publisher
-#: publishes) is parsed in-process, well within a second.
-XACRO_TIMEOUT = 5.0
+#: xacro evaluates Python expressions (``${9**9**9}`` never ends), so it runs in a child process bounded by
+#: CPU time (seconds), not by the clock: on a loaded host a real description may wait seconds for a core, and
+#: must still load.  The wall-clock timeout [s] only catches a child that waits without computing.  Its
+#: address space is bounded too.  A plain URDF (what robot_state_publisher publishes) is parsed in-process,
+#: well within a second.
+XACRO_CPU = 5.0
+XACRO_TIMEOUT = 60.0
 XACRO_MEMORY = 2 ** 30
 
 
@@ -306,12 +310,15 @@ def _run_xacro_text(text, mappings):
 
 def _xacro_child(request, what):
     """Run xacro in a child process bounded in time and memory: its ``${...}`` are Python expressions."""
-    command = [sys.executable, '-c', _XACRO_CHILD, str(XACRO_MEMORY), str(MAX_DESCRIPTION_CHARS), _ERROR_MARK]
+    command = [sys.executable, '-c', _XACRO_CHILD, str(XACRO_MEMORY), str(MAX_DESCRIPTION_CHARS), _ERROR_MARK,
+               str(max(1, math.ceil(XACRO_CPU)))]
     try:
         done = subprocess.run(command, input=json.dumps(request), capture_output=True, text=True,
                               timeout=XACRO_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise URDFParseError(f'xacro did not finish within {XACRO_TIMEOUT:g} s on {what}') from None
+    if -done.returncode in (signal.SIGXCPU, signal.SIGKILL):
+        raise URDFParseError(f'xacro used more than {max(1, math.ceil(XACRO_CPU))} s of CPU on {what}')
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or [f'exit code {done.returncode}']
         errors = [line[len(_ERROR_MARK):] for line in lines if line.startswith(_ERROR_MARK)]
@@ -323,10 +330,12 @@ _ERROR_MARK = 'xacro-error: '
 #: The child: bound its memory, expand, print the URDF, or print one marked error line.
 _XACRO_CHILD = """
 import json, sys
-memory, max_chars, mark = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+memory, max_chars, mark, cpu = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 try:
     import resource
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU's default action would dump core
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU at cpu s, SIGKILL a second later
 except (ImportError, ValueError, OSError):  # not POSIX, or a lower hard limit: the timeout still holds
     pass
 request = json.loads(sys.stdin.read())

@@ -10,6 +10,7 @@ timed by CPU time (``time.process_time``), which a loaded machine does not stret
 generous hang guards only.
 """
 import copy
+import os
 import signal
 import time
 import xml.etree.ElementTree as ET
@@ -157,19 +158,48 @@ def test_any_xacro_text_loads_or_is_refused_within_the_xacro_timeout(mutations):
         assert_finite_kinematics(chain, np.zeros(chain.n))
 
 
-@pytest.mark.parametrize('expression,timeout,match', [
-    ('${9**9**9}', 1.0, 'did not finish within 1 s'),   # CPU: a never-ending big-integer power
-    # Memory: refused by the child's address-space bound.  The default timeout: under load the child's start
-    # alone can take a second, and this case must fail by the bound, not by the clock.
-    ('${[0]*10**9}', urdf.XACRO_TIMEOUT, 'when evaluating'),
+@pytest.mark.parametrize('expression,cpu,timeout,match', [
+    ('${9**9**9}', 1.0, urdf.XACRO_TIMEOUT, 'more than 1 s of CPU'),   # CPU: a never-ending big-integer power
+    # The clock still ends a child that the CPU bound has not (here: one allowed a minute of CPU).
+    ('${9**9**9}', 60.0, 1.0, 'did not finish within 1 s'),
+    # Memory: refused by the child's address-space bound, not by either clock.
+    ('${[0]*10**9}', urdf.XACRO_CPU, urdf.XACRO_TIMEOUT, 'when evaluating'),
 ])
-def test_hostile_xacro_expressions_are_bounded(monkeypatch, expression, timeout, match):
+def test_hostile_xacro_expressions_are_bounded(monkeypatch, expression, cpu, timeout, match):
+    monkeypatch.setattr(urdf, 'XACRO_CPU', cpu)
     monkeypatch.setattr(urdf, 'XACRO_TIMEOUT', timeout)
     text = f'<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro"><link name="{expression}"/></robot>'
     start = time.monotonic()
     with pytest.raises(URDFParseError, match=match):
         load_chain(text, 'base', 'tip')
-    assert time.monotonic() - start < timeout + 5.0   # wall clock: a hang guard with room for the child's start
+    # wall clock: a hang guard with room for the child's start (and, under load, for its wait for a core)
+    assert time.monotonic() - start < min(timeout, 4 * cpu + 2) + 5.0
+
+
+def test_xacro_waiting_for_a_core_is_not_cut_off_by_the_clock(monkeypatch):
+    """On a loaded host the child may wait seconds for a core: only its own CPU time counts against it.
+
+    The child is stopped (SIGSTOP) for longer than its CPU allowance, as if other processes held both cores,
+    then resumed: it still expands the description.
+    """
+    import subprocess as real_subprocess
+
+    def run_after_a_wait(command, **kwargs):
+        child = real_subprocess.Popen(command, stdin=real_subprocess.PIPE, stdout=real_subprocess.PIPE,
+                                      stderr=real_subprocess.PIPE, text=True)
+        os.kill(child.pid, signal.SIGSTOP)
+        time.sleep(1.5)
+        os.kill(child.pid, signal.SIGCONT)
+        out, err = child.communicate(kwargs['input'], timeout=kwargs['timeout'])
+        return real_subprocess.CompletedProcess(command, child.returncode, out, err)
+    monkeypatch.setattr(urdf, 'XACRO_CPU', 1.0)
+    monkeypatch.setattr(urdf.subprocess, 'run', run_after_a_wait)
+    text = ('<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro"><xacro:property name="l" value="0.5"/>'
+            '<link name="base"/><link name="tip"/><joint name="j" type="revolute"><parent link="base"/>'
+            '<child link="tip"/><origin xyz="0 0 ${l}"/><axis xyz="0 0 1"/>'
+            '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>')
+    chain = load_chain(text, 'base', 'tip')
+    np.testing.assert_allclose(chain.fk(np.zeros(1))[:3, 3], [0.0, 0.0, 0.5])
 
 
 LOL = ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa">'
