@@ -23,7 +23,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 #: Imported top-level module -> rosdep key that provides it.
 MODULE_KEYS = {
-    'rclpy': 'rclpy', 'ament_index_python': 'ament_index_python', 'builtin_interfaces': 'builtin_interfaces',
+    'rclpy': 'rclpy', 'rosidl_generator_py': 'rosidl_generator_py',
+    'ament_index_python': 'ament_index_python', 'builtin_interfaces': 'builtin_interfaces',
     'rcl_interfaces': 'rcl_interfaces', 'std_msgs': 'std_msgs', 'std_srvs': 'std_srvs',
     'geometry_msgs': 'geometry_msgs', 'sensor_msgs': 'sensor_msgs', 'trajectory_msgs': 'trajectory_msgs',
     'visualization_msgs': 'visualization_msgs', 'diagnostic_msgs': 'diagnostic_msgs',

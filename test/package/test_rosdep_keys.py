@@ -23,6 +23,7 @@ HERE = 'this repository'
 #: the demos), build (the interface package's build), test (only the test suite).
 KEYS = {
     'rclpy': (ROS, 'run', 'the nodes'),
+    'rosidl_generator_py': (ROS, 'run', 'message type support; the nodes import it without its code generator'),
     'ament_index_python': (ROS, 'run', 'finds the bundled URDFs and configs in the install space'),
     'builtin_interfaces': (ROS, 'run', 'Time and Duration fields of the messages'),
     'rcl_interfaces': (ROS, 'run', 'parameter descriptors (ranges) of the nodes'),
