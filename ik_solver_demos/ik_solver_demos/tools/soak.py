@@ -30,21 +30,21 @@ import time
 import numpy as np
 
 from .soak_checks import CONTROL_PERIOD
-from .soak_lane import COMMAND_PERIOD, Lane, STARTUP_TIMEOUT, TRACKING
+from .soak_lane import COMMAND_PERIOD, Lane, LIE_GAP, STARTUP_TIMEOUT, TRACKING
 
 #: Private domains of the soak's lanes: clear of the tests' 10-59 and of demos' pid-derived picks in 1-101 where
 #: possible.
 FIRST_DOMAIN, DOMAIN_PAIRS = 60, 20
 
 
-def run_lane(kind, seconds, seed, result_path, startup=STARTUP_TIMEOUT):
+def run_lane(kind, seconds, seed, result_path, startup=STARTUP_TIMEOUT, lie_gap=LIE_GAP):
     """Run one lane in this process (its domain: ROS_DOMAIN_ID) and write its result as JSON.
 
     ``startup`` [s]: how long the node may take to answer (a first start after an install compiles its
-    kernels for minutes).
+    kernels for minutes); ``lie_gap`` [s]: (shortest, longest) quiet time before each lie.
     """
     log_dir = tempfile.mkdtemp(prefix=f'soak_{kind}_')
-    lane = Lane(kind, seed, log_dir)
+    lane = Lane(kind, seed, log_dir, lie_gap)
     seconds_run, ready, error = 0.0, False, None
     try:
         lane.connect()
@@ -79,11 +79,12 @@ def start_load(n):
             for _ in range(n)]
 
 
-def soak(minutes, load, seed, lanes=('ik', 'servo'), domain=None, startup=STARTUP_TIMEOUT):
+def soak(minutes, load, seed, lanes=('ik', 'servo'), domain=None, startup=STARTUP_TIMEOUT, lie_gap=LIE_GAP):
     """Run the lanes for ``minutes`` beside ``load`` busy loops; return (results of the lanes, load averages).
 
     ``domain``: the first lane's ROS domain (the next lane takes the next one); ``startup`` [s]: how long a
-    node may take to answer.
+    node may take to answer; ``lie_gap`` [s]: (shortest, longest) quiet time before each lie (a short soak
+    packs its lies closer to meet as many of them).
     """
     first = int(domain) if domain is not None else FIRST_DOMAIN + 2 * (os.getpid() % DOMAIN_PAIRS)
     seconds = minutes * 60.0
@@ -96,7 +97,8 @@ def soak(minutes, load, seed, lanes=('ik', 'servo'), domain=None, startup=STARTU
                        PYTHONUNBUFFERED='1')
             path = os.path.join(out_dir, f'{kind}.json')
             cmd = [sys.executable, '-m', 'ik_solver_demos.tools.soak', '--lane', kind, '--seconds', str(seconds),
-                   '--seed', str(seed + i), '--result', path, '--startup', str(startup)]
+                   '--seed', str(seed + i), '--result', path, '--startup', str(startup),
+                   '--lie-gap', str(lie_gap[0]), str(lie_gap[1])]
             workers.append((kind, path, subprocess.Popen(cmd, env=env, start_new_session=True)))
         loads = []
         deadline = time.monotonic() + seconds + startup + 120.0
@@ -196,10 +198,11 @@ def main(argv=None):
     parser.add_argument('--result', help=argparse.SUPPRESS)
     parser.add_argument('--startup', type=float, default=STARTUP_TIMEOUT,
                         help='seconds a node may take to answer (default %(default)s: kernels may compile)')
+    parser.add_argument('--lie-gap', type=float, nargs=2, default=LIE_GAP, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))   # stop the children on the way out
     if args.lane:
-        run_lane(args.lane, args.seconds, args.seed, args.result, args.startup)
+        run_lane(args.lane, args.seconds, args.seed, args.result, args.startup, tuple(args.lie_gap))
         return 0
     results, loads = soak(args.minutes, args.load, args.seed, tuple(args.lanes.split(',')), args.domain,
                           args.startup)

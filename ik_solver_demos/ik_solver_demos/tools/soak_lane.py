@@ -42,6 +42,8 @@ IDLE = 0.5
 #: Violating commands whose messages (and the command before) go into the result, for the investigation.
 DUMPS = 8
 STARTUP_TIMEOUT = 900.0
+#: Quiet time before each lie [s], (shortest, longest): lies far enough apart that the node recovers between them.
+LIE_GAP = (0.5, 2.5)
 LIE_KINDS = {'ik': ('offset_burst', 'driver_restart', 'future_stamp', 'out_of_order', 'nan',
                     'controller_state_offset', 'controller_state_future'),
              'servo': ('offset_burst', 'driver_restart', 'future_stamp', 'out_of_order', 'nan')}
@@ -79,7 +81,8 @@ def trailing(lag, truth, t, true):
 class Lane:
     """One private domain: starts the simulator and the node, streams inputs, lies, records, then checks."""
 
-    def __init__(self, kind, seed, log_dir):
+    def __init__(self, kind, seed, log_dir, lie_gap=LIE_GAP):
+        """``lie_gap`` [s]: (shortest, longest) quiet time before each lie, drawn uniformly."""
         from ik_solver.core.chain import load_chain
         from .resources import arm_files, share_path
         self.kind = kind
@@ -96,6 +99,7 @@ class Lane:
         self.sim_reports = []
         self.lies = Counter()        # episodes by kind
         self.lie_messages = Counter()
+        self.lie_gap = tuple(float(x) for x in lie_gap)
         self.inputs = 0
         self.paused = False
         self.running = True
@@ -346,11 +350,11 @@ class Lane:
     # -- lies --
 
     def lie(self, seconds):
-        """Tell a random lie every 0.5-2.5 s."""
+        """Tell a random lie after each quiet gap drawn from ``self.lie_gap`` (default 0.5-2.5 s)."""
         end = time.monotonic() + seconds
         kinds = [k for k in LIE_KINDS[self.kind] if self.reference_available or not k.startswith('controller')]
         while self.running and time.monotonic() < end:
-            time.sleep(self.rng.uniform(0.5, 2.5))
+            time.sleep(self.rng.uniform(*self.lie_gap))
             if not self.running or time.monotonic() >= end:
                 break
             kind = kinds[self.rng.integers(len(kinds))]
