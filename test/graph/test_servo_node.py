@@ -115,6 +115,30 @@ def at_home(arm):
     return time.monotonic()
 
 
+def from_here(arm, ik7, velocities, room):
+    """Start where the previous test left the arm if every jogged joint has ``room`` [rad]; else from home.
+
+    For the jogs whose assertions hold in any posture away from the limits (which joints move, how far, how
+    fast they brake): the jog home they would otherwise begin with takes longer than the jog itself.
+
+    Args:
+        arm: the module's arm.
+        ik7: the chain, for its joint limits [rad].
+        velocities: the jog's joint velocities [rad/s]; only their signs count (the direction of travel).
+        room: the travel [rad] each joint needs before the servo's braking toward its margin could start.
+
+    Returns:
+        The monotonic time [s] once the arm is at rest.
+    """
+    q, _ = arm.client.latest(arm.client.joints)
+    ahead = q + np.sign(velocities) * room
+    short = (ahead < ik7.lower + MARGIN) | (ahead > ik7.upper - MARGIN)
+    if (short & (np.asarray(velocities) != 0)).any():   # a joint at rest may sit at its margin
+        return at_home(arm)
+    assert arm.client.wait_rest(), arm.logs()
+    return time.monotonic()
+
+
 def tip(arm):
     return arm.client.latest(arm.client.tips)
 
@@ -271,6 +295,21 @@ def halted_at_the_singularity(arm, seconds):
     return halted
 
 
+def left_the_singularity(arm, ik7, x_halt, back):
+    """Return a predicate: the reversal since ``back`` [s] shows what it is asserted to show.
+
+    The tip is 5 cm short of ``x_halt`` [m], the joints' condition number is below 17, and the servo has
+    reported leaving, then no warning.
+    """
+    def left():
+        codes = [m.code for _, m in arm.client.since(arm.client.statuses, back)]
+        leaving = codes.index(Status.DECELERATE_FOR_LEAVING_SINGULARITY) \
+            if Status.DECELERATE_FOR_LEAVING_SINGULARITY in codes else len(codes)
+        return Status.NO_WARNING in codes[leaving:] and tip(arm)[0, 3] < x_halt - 0.05 \
+            and np.linalg.cond(ik7.jacobian(arm.client.latest(arm.client.joints)[0])) < 17.0
+    return left
+
+
 def test_stretching_into_the_singularity_decelerates_halts_and_reversing_leaves(arm, ik7):
     since = at_home(arm)
     arm.client.stream(lambda t: arm.client.twist((0.15, 0.0, 0.0)), SINGULARITY_STREAM,
@@ -284,7 +323,9 @@ def test_stretching_into_the_singularity_decelerates_halts_and_reversing_leaves(
     assert 17.0 < condition < 30.0 * 1.1, condition
     x_halt = tip(arm)[0, 3]
     back = time.monotonic()
-    arm.client.stream(lambda t: arm.client.twist((-0.15, 0.0, 0.0)), 1.5)
+    # reversed until it has left (as long as 1.5 s unless the assertions below already hold)
+    arm.client.stream(lambda t: arm.client.twist((-0.15, 0.0, 0.0)), 1.5,
+                      until=left_the_singularity(arm, ik7, x_halt, back))
     arm.client.stream(lambda t: arm.client.twist((0.0, 0.0, 0.0)), 0.3)
     q_back, _ = arm.client.latest(arm.client.joints)
     assert tip(arm)[0, 3] < x_halt - 0.05
@@ -327,7 +368,8 @@ def test_jogging_a_joint_toward_its_limit_stops_at_the_margin(arm, ik7):
 
 
 def test_joint_jog_moves_only_the_named_joints(arm, ik7):
-    since = at_home(arm)
+    # 1 s at 0.3 rad/s, then the zero jogs: 0.6 rad leaves the braking toward a margin out of the motion
+    since = from_here(arm, ik7, np.array([0, -0.2, 0, 0, 0.3, 0, 0]), 0.6)
     q0, _ = arm.client.latest(arm.client.joints)
     stream_jog(arm.client, ['joint5', 'joint2'], [0.3, -0.2])
     q, _ = arm.client.latest(arm.client.joints)
@@ -338,8 +380,9 @@ def test_joint_jog_moves_only_the_named_joints(arm, ik7):
 
 
 def test_stopping_the_commands_decelerates_to_rest_within_the_acceleration_limits(arm, ik7):
-    since = at_home(arm)
     jog = np.array([0.4, -0.4, 0.4, 0.4, 0.4, -0.4, 0.4])
+    # 1 s at 0.4 rad/s, TIMEOUT at it and the stop: about 0.6 rad; 0.8 keeps the margin caps out of the braking
+    since = from_here(arm, ik7, jog, 0.8)
     arm.client.stream(lambda t: arm.client.jog(ik7.joint_names, jog), 1.0)
     last = time.monotonic()
     assert arm.client.wait_rest()
@@ -402,7 +445,9 @@ def test_resumed_twist_covers_its_distance(arm, measurements):
     assert run['moved'][1] > 0.08
 
 
-CIRCLE_RADIUS, CIRCLE_PERIOD = 0.05, 4.0
+#: The target streams CIRCLE_STREAM [s]: 1.5 turns, of which the 1.25 after the first second are sampled (one
+#: full turn is what the tests need, whatever the start-up lag); it ends at the top, away from the start.
+CIRCLE_RADIUS, CIRCLE_PERIOD, CIRCLE_STREAM = 0.05, 4.0, 6.0
 
 
 def circle_goal(T0, t):
@@ -412,15 +457,15 @@ def circle_goal(T0, t):
 
 
 def track_circle(arm):
-    """Stream the moving pose target twice round; return the start pose, tip samples [(t, T)] and end pose."""
+    """Stream the moving pose target for CIRCLE_STREAM; return the start pose, tip samples [(t, T)] and end pose."""
     since = at_home(arm)
     T0 = tip(arm)
     start = arm.client.now()
-    arm.client.stream(lambda t: arm.client.pose(circle_goal(T0, t)), 2 * CIRCLE_PERIOD, rate=50.0)
+    arm.client.stream(lambda t: arm.client.pose(circle_goal(T0, t)), CIRCLE_STREAM, rate=50.0)
     # Each tip pose against the goal at the instant the simulator measured it (its header stamp), so delays
     # of this test's own executor do not count.
     with arm.client.lock:
-        samples = [(t - start, T) for t, T in arm.client.stamped_tips if 1.0 < t - start < 2 * CIRCLE_PERIOD]
+        samples = [(t - start, T) for t, T in arm.client.stamped_tips if 1.0 < t - start < CIRCLE_STREAM]
     assert arm.client.wait_rest()
     no_violations(arm, since)
     return T0, samples, tip(arm)
@@ -446,8 +491,8 @@ def test_a_pose_target_moving_on_a_circle_is_followed(arm, measurements, request
     turned = [np.linalg.norm(rotation_vector(T[:3, :3] @ T0[:3, :3].T)) for _, T in samples]
     assert max(turned) < 0.01
     angles = np.unwrap([np.arctan2(T[1, 3] - T0[1, 3], CIRCLE_RADIUS - (T[2, 3] - T0[2, 3])) for _, T in samples])
-    assert angles[-1] - angles[0] > 2 * np.pi, angles[-1] - angles[0]   # round the circle (1.75 turns sampled)
-    assert np.linalg.norm(T_end[:3, 3] - circle_goal(T0, 2 * CIRCLE_PERIOD)[:3, 3]) < 2e-3
+    assert angles[-1] - angles[0] > 2 * np.pi, angles[-1] - angles[0]   # round the circle (1.25 turns sampled)
+    assert np.linalg.norm(T_end[:3, 3] - circle_goal(T0, CIRCLE_STREAM)[:3, 3]) < 2e-3
 
 
 @LOAD_SENSITIVE
