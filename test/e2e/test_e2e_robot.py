@@ -25,6 +25,8 @@ from std_srvs.srv import SetBool
 #: that gets the trajectory within it starts it seamlessly.  Sized to this graph's delivery delay on a loaded
 #: 2-core CI host (stamp to arrival at the simulated controller: 4-23 ms at load 3.5, up to 55 ms at load 4.6).
 LEAD_TIME = 0.1
+#: The node's joint_states_timeout (its default) [s]: older joint states give stale_state.
+JOINT_STATES_TIMEOUT = 0.5
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 DOWN = [1.0, 0.0, 0.0, 0.0]
 LIMITS_FILE = str(URDF_DIR.parent / 'config' / 'ik7_joint_limits.yaml')
@@ -108,7 +110,9 @@ def test_stopped_joint_states_give_stale_state(arm, ik7):
     _reach(arm, make_pose([0.5, 0.0, 0.5], DOWN))
     assert arm.observer.call(arm.enable_client, SetBool.Request(data=False)).success
     try:
-        time.sleep(2.0)  # joint_states_timeout is 0.5 s; a loaded machine may deliver queued states late
+        # joint_states_timeout is 0.5 s: wait until no state has arrived for twice that (a loaded machine may
+        # still deliver queued ones after the switch), rather than a fixed time
+        assert poll(lambda: time.monotonic() - arm.observer.latest_joints()[0] > 2 * JOINT_STATES_TIMEOUT, 10.0)
         sent = arm.observer.send_target(make_pose([0.45, 0.05, 0.5], DOWN))
         status = arm.observer.wait_status(sent, timeout=5.0)
         assert status is not None and status.reason == 'stale_state', status
