@@ -38,19 +38,16 @@ class Truth:
         return (shoulder.translation.copy(), shoulder.rotation[:, 2].copy(),
                 self.data.oMf[self.elbow].translation.copy(), self.data.oMf[self.tip].copy())
 
-    def side(self, q, pole, tip=None, frames=None):
-        """Elbow's distance from the plane through the first axis and the tip (or ``tip``), + on the pole's side.
-
-        ``frames``: ``self.frames(q)`` when the caller has it already (one forward kinematics per residual).
-        """
-        s, axis, elbow, T = self.frames(q) if frames is None else frames
+    def side(self, q, pole, tip=None):
+        """Elbow's distance from the plane through the first axis and the tip (or ``tip``), + on the pole's side."""
+        s, axis, elbow, T = self.frames(q)
         normal = np.cross(axis, (T.translation if tip is None else tip) - s)
         normal /= np.linalg.norm(normal)
         return float((elbow - s) @ normal * np.sign((pole - s) @ normal))
 
-    def error(self, q, target, frames=None):
-        """Position (m) and rotation (rad) residual of the tip at q, as one 6-vector (``frames`` as in side)."""
-        T = (self.frames(q) if frames is None else frames)[3]
+    def error(self, q, target):
+        """Position (m) and rotation (rad) residual of the tip at q, as one 6-vector."""
+        T = self.frames(q)[3]
         return np.concatenate([T.translation - target[:3, 3], pin.log3(target[:3, :3].T @ T.rotation)])
 
     def exact(self, q, target):
@@ -63,8 +60,7 @@ class Truth:
         lo, hi = self.chain.lower, self.chain.upper
 
         def residual(q):
-            frames = self.frames(q)
-            return np.append(self.error(q, target, frames), 10.0 * max(0.0, 0.01 - self.side(q, pole, frames=frames)))
+            return np.append(self.error(q, target), 10.0 * max(0.0, 0.01 - self.side(q, pole)))
         for _ in range(starts):
             q0 = next(q for q in (lo + (hi - lo) * rng.random(len(lo)) for _ in range(100))
                       if self.side(q, pole, target[:3, 3]) > 0.0)
