@@ -92,9 +92,9 @@ def idle(node, recorder):
 
 def test_first_command_after_idle_is_published_by_the_command_itself(servo):
     recorder = servo._publisher
-    idle(servo, recorder)
     loop_thread = servo.loop_thread
     for _ in range(2):   # twice: the second motion starts from idle again, after the first came to rest
+        idle(servo, recorder)
         before = recorder.count()
         servo._command(TwistCommand(np.array([0.01, 0.0, 0.0, 0.0, 0.0, 0.0])))
         # published before _command returned, from the calling (callback) thread, not at a tick of the loop
@@ -110,7 +110,6 @@ def test_first_command_after_idle_is_published_by_the_command_itself(servo):
         assert after and after[0] - kick >= PERIOD * (1 - 1e-9), (after[0] - kick, PERIOD)
         later = recorder.sent[before + 1:before + 3]
         assert all(thread == loop_thread for _, thread, _ in later)
-        idle(servo, recorder)
 
 
 def test_commands_while_moving_wait_for_the_loop(servo):
