@@ -234,7 +234,12 @@ def test_after_a_pause_one_reading_is_not_enough_to_move_from(fast_servo):
             assert time.monotonic() < deadline, 'a consistent run of readings was never believed'
     before = recorder.count()
     servo._command(TwistCommand(np.array([0.02, 0.0, 0.0, 0.0, 0.0, 0.0])))
-    assert wait_for(lambda: recorder.count() > before)
+
+    def fed_and_sent():   # the zeros keep coming, as a driver's would: a stall here is no pause of theirs
+        feed_home(servo, count=1, position=zeros)
+        return recorder.count() > before
+
+    assert wait_for(fed_and_sent)
     first = np.array(recorder.sent[before][2].data)
     assert np.all(np.abs(first - zeros) <= servo._model.chain.velocity_limits * period), first
 
