@@ -177,12 +177,16 @@ def _exit_now():
     os._exit(0)
 
 
-def _spin(executor, done):
-    """Spin ``executor`` until it stops; then set ``done``.
+def spin_executor(executor, done):
+    """Spin ``executor`` (a thread's target) until it stops; then set ``done``.
 
     ``Executor.shutdown`` destroys the executor's guard conditions while a spin that has not yet seen the
-    shutdown may be building its wait set: that spin raises ``InvalidHandle``.  Once the node is stopping
-    (``done`` set by a stop signal), that is the end of spinning, not an error to print.
+    shutdown may be building its wait set: that spin raises ``InvalidHandle``.  Once the owner is stopping
+    (``done`` set before it shuts the executor down), that is the end of spinning, not an error to print.
+
+    Args:
+        executor: the rclpy executor to spin.
+        done: a threading.Event; set it before ``executor.shutdown()``, and it is set when spinning ends.
     """
     try:
         executor.spin()
@@ -217,7 +221,7 @@ def run_node(make_node, args=None, executor=None, exit_process=True):
         settle_heap()
         signals.raising = False
         executor.add_node(node)
-        worker = threading.Thread(target=_spin, args=(executor, signals.event), name='spin', daemon=True)
+        worker = threading.Thread(target=spin_executor, args=(executor, signals.event), name='spin', daemon=True)
         worker.start()
         signals.wait()
         executor.shutdown(timeout_sec=5.0)

@@ -10,7 +10,7 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 from rclpy.exceptions import InvalidHandle  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
-from ik_solver.ros.spin import _spin, run_node  # noqa: E402, I100
+from ik_solver.ros.spin import run_node, spin_executor  # noqa: E402, I100
 
 
 class RacingExecutor(SingleThreadedExecutor):
@@ -60,5 +60,28 @@ def test_an_invalid_handle_while_running_is_still_raised():
             raise InvalidHandle('destroyed while running')
     done = threading.Event()
     with pytest.raises(InvalidHandle):
-        _spin(Broken(), done)
+        spin_executor(Broken(), done)
     assert done.is_set()
+
+
+def test_an_observer_closed_while_its_executor_races_ends_quietly(monkeypatch):
+    """The demos' ArmObserver spins its own executor: a close that races the spin prints no traceback either."""
+    from ik_solver_demos.tools import observer
+    from ros_fixtures import isolate_ros_domain
+    made = []
+
+    def racing():
+        made.append(RacingExecutor())
+        return made[-1]
+    monkeypatch.setattr(observer, 'SingleThreadedExecutor', racing)
+    errors = []
+    monkeypatch.setattr(threading, 'excepthook', errors.append)
+    isolate_ros_domain()
+    rclpy.init()
+    try:
+        watcher = observer.ArmObserver([f'joint{i}' for i in range(1, 8)])
+        watcher.close()
+    finally:
+        rclpy.shutdown()
+    assert made and made[0].raised
+    assert not errors, [e.exc_value for e in errors]

@@ -12,6 +12,7 @@ import time
 from geometry_msgs.msg import PoseStamped
 from ik_solver.ros.joint_states import received_monotonic
 from ik_solver.ros.messages import matrix_to_pose, pose_to_matrix
+from ik_solver.ros.spin import spin_executor
 from ik_solver_interfaces.msg import SolveStatus
 from ik_solver_interfaces.srv import ComputeFK, SolveIK
 import numpy as np
@@ -47,10 +48,12 @@ class ArmObserver(Node):
         self.fk_client = self.create_client(ComputeFK, 'ik_solver/compute_fk')
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(self)
-        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
+        self._closing = threading.Event()
+        self._thread = threading.Thread(target=spin_executor, args=(self._executor, self._closing), daemon=True)
         self._thread.start()
 
     def close(self):
+        self._closing.set()   # a spin that races the shutdown ends quietly (``spin_executor``)
         self._executor.shutdown()
         self._thread.join(timeout=2.0)
         self.destroy_node()
