@@ -3,9 +3,9 @@
 ``ik_solver_demos.tools.soak`` runs for 12 s: the IK node (JointTrajectory) and the servo (forward_position),
 each with its simulator on a private domain, lied to after quiet gaps of 0.25-1.25 s (the command line's
 0.5-2.5 s halved) so that the short run still meets about ten lies of several kinds per lane.  Its checker
-(test/unit/test_soak_checker.py shows it flags steps and speeding) replays every command as the controller executes it; the simulator's
-physics state is the truth.  The lies must have been told and refused, and no command may step, leave the
-position limits or start away from the arm.
+(test/unit/test_soak_checker.py shows it flags steps and speeding) replays every command as the controller
+executes it; the simulator's physics state is the truth.  The lies must have been told and refused, and no
+command may step, leave the position limits or start away from the arm.
 """
 from ik_solver_demos.tools.soak import report, soak
 import pytest
