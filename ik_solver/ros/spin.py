@@ -181,8 +181,9 @@ def spin_executor(executor, done):
     """Spin ``executor`` (a thread's target) until it stops; then set ``done``.
 
     ``Executor.shutdown`` destroys the executor's guard conditions while a spin that has not yet seen the
-    shutdown may be building its wait set: that spin raises ``InvalidHandle``.  Once the owner is stopping
-    (``done`` set before it shuts the executor down), that is the end of spinning, not an error to print.
+    shutdown may be building its wait set, or running the guard's handler: that spin raises ``InvalidHandle``
+    or, where the guard is already gone, ``AttributeError``.  Once the owner is stopping (``done`` set before
+    it shuts the executor down), that is the end of spinning, not an error to print.
 
     Args:
         executor: the rclpy executor to spin.
@@ -192,7 +193,7 @@ def spin_executor(executor, done):
         executor.spin()
     except ExternalShutdownException:
         pass
-    except InvalidHandle:
+    except (InvalidHandle, AttributeError):
         if not done.is_set():
             raise
     finally:

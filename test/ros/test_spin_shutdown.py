@@ -14,36 +14,51 @@ from ik_solver.ros.spin import run_node, spin_executor  # noqa: E402, I100
 
 
 class RacingExecutor(SingleThreadedExecutor):
-    """An executor whose spin loses the race with ``shutdown``: it raises InvalidHandle once shut down."""
+    """An executor whose spin loses the race with ``shutdown``: it raises as rclpy's does once shut down.
 
-    def __init__(self):
+    In the wait set's construction: InvalidHandle; in the guard condition's handler, the guard gone:
+    AttributeError ('NoneType' object has no attribute 'trigger').
+    """
+
+    error = InvalidHandle('cannot use Destroyable because destruction was requested')
+
+    def __init__(self, on_spin=lambda: None):
         super().__init__()
         self.stopped = threading.Event()
         self.raised = False
+        self._on_spin = on_spin
 
     def spin(self):
+        self._on_spin()
         self.stopped.wait(10.0)
         self.raised = True
-        raise InvalidHandle('cannot use Destroyable because destruction was requested')
+        raise self.error
 
     def shutdown(self, timeout_sec=None):
         self.stopped.set()
         return super().shutdown(timeout_sec=timeout_sec)
 
 
-def test_a_spin_raising_invalid_handle_after_a_stop_signal_ends_the_node_quietly():
-    """The spin thread's InvalidHandle during shutdown is the end of spinning: no traceback, exit code 0."""
+@pytest.fixture(params=['wait set', 'guard handler'])
+def race(request, monkeypatch):
+    """Each way rclpy's spin fails when the shutdown wins the race."""
+    if request.param == 'guard handler':
+        monkeypatch.setattr(RacingExecutor, 'error', AttributeError("'NoneType' object has no attribute 'trigger'"))
+    return request.param
+
+
+def test_a_spin_raising_invalid_handle_after_a_stop_signal_ends_the_node_quietly(race):
+    """The spin thread's error during shutdown is the end of spinning: no traceback, exit code 0."""
     made = []
     errors = []
     previous = threading.excepthook
     threading.excepthook = errors.append
     try:
-        def make_node():  # the executor below never runs callbacks: the stop signal comes from a thread
-            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+        def make_node():
             return Node('spin_race_probe')
 
-        def make_executor():  # after rclpy.init, as run_node calls it
-            made.append(RacingExecutor())
+        def make_executor():  # after rclpy.init, as run_node calls it; the stop signal comes once it spins
+            made.append(RacingExecutor(on_spin=lambda: os.kill(os.getpid(), signal.SIGINT)))
             return made[-1]
 
         assert run_node(make_node, args=[], executor=make_executor, exit_process=False) == 0
@@ -64,7 +79,7 @@ def test_an_invalid_handle_while_running_is_still_raised():
     assert done.is_set()
 
 
-def test_an_observer_closed_while_its_executor_races_ends_quietly(monkeypatch):
+def test_an_observer_closed_while_its_executor_races_ends_quietly(monkeypatch, race):
     """The demos' ArmObserver spins its own executor: a close that races the spin prints no traceback either."""
     from ik_solver_demos.tools import observer
     from ros_fixtures import isolate_ros_domain
@@ -81,6 +96,28 @@ def test_an_observer_closed_while_its_executor_races_ends_quietly(monkeypatch):
     try:
         watcher = observer.ArmObserver([f'joint{i}' for i in range(1, 8)])
         watcher.close()
+    finally:
+        rclpy.shutdown()
+    assert made and made[0].raised
+    assert not errors, [e.exc_value for e in errors]
+
+
+def test_a_servo_client_closed_while_its_executor_races_ends_quietly(monkeypatch, race):
+    """The demos' ServoClient, which the servo tests drive the servo with, closes quietly too."""
+    from ik_solver_demos.tools import servo_demo
+    from ros_fixtures import isolate_ros_domain
+    made = []
+
+    def racing():
+        made.append(RacingExecutor())
+        return made[-1]
+    monkeypatch.setattr(servo_demo, 'SingleThreadedExecutor', racing)
+    errors = []
+    monkeypatch.setattr(threading, 'excepthook', errors.append)
+    isolate_ros_domain()
+    rclpy.init()
+    try:
+        servo_demo.ServoClient([f'joint{i}' for i in range(1, 8)]).close()
     finally:
         rclpy.shutdown()
     assert made and made[0].raised

@@ -25,6 +25,7 @@ from ik_solver.motion.servo import jerk_limits, Status
 from ik_solver.ros.messages import matrix_to_pose, pose_to_matrix
 from ik_solver.ros.parameters import load_limits, move_limits
 from ik_solver.ros.servo_parameters import defaults, JOINT_STATE
+from ik_solver.ros.spin import spin_executor
 from ik_solver_interfaces.msg import ServoStatus
 import numpy as np
 import rclpy
@@ -105,7 +106,8 @@ class ServoClient(Node):
                 self._record(msg_type, topic, log, convert)
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(self)
-        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
+        self._closing = threading.Event()
+        self._thread = threading.Thread(target=spin_executor, args=(self._executor, self._closing), daemon=True)
         self._thread.start()
 
     def _record(self, msg_type, topic, log, convert):
@@ -134,6 +136,7 @@ class ServoClient(Node):
                 np.array([msg.velocity[index[n]] if msg.velocity else 0.0 for n in self.joint_names]))
 
     def close(self):
+        self._closing.set()   # a spin that races the shutdown ends quietly (``spin_executor``)
         self._executor.shutdown(timeout_sec=10.0)
         self._thread.join(timeout=10.0)
         self.destroy_node()
