@@ -3,36 +3,26 @@
 The truths are the simulator's: its tip pose (MuJoCo's own kinematics), its
 joint states, and its report of commands beyond the limits.  Timing on a
 shared machine is noisy, so bounds are on behaviour (distance, direction,
-stop, codes) with margins stated next to each.
+stop, codes) with margins stated next to each.  The other output types are
+``test_servo_outputs.py``'s.
 """
-import os
 import time
 
 from ik_solver.core.transforms import make_pose, rotation_vector
 from ik_solver.motion.servo import Status
 import numpy as np
 import pytest
-from ros_fixtures import isolate_ros_domain  # noqa: I100
+import servo_fixtures  # noqa: I100
+from servo_fixtures import (  # noqa: I100
+    ACCELERATION, along_and_across, Arm, best_of, LOAD_SENSITIVE, MARGIN, measured_once, NAMESPACE,
+    no_violations, PERIOD, STARVED, stream_jog, stream_twist, TIMEOUT, tip)
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402, I100, I202
-from ik_solver_demos.tools.servo_demo import commanded_joint_velocities, HOME, ServoClient, start_servo  # noqa: E402
-import rclpy  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+from ik_solver_demos.tools.servo_demo import commanded_joint_velocities, HOME  # noqa: E402
 
-#: Only the magnitudes (distance, tracking lag) that depend on the test's own 100 Hz stream keeping its
-#: schedule: run and reported (XPASS when it passes), not hidden.  Direction, drift, codes and limits of the
-#: same runs are asserted strictly by the tests that share their measurements (``measured_once``).
-LOAD_SENSITIVE = pytest.mark.xfail(strict=False, reason=(
-    'timing-sensitive: distance or tracking over time; passes on a quiet machine, but at a load '
-    'average of 6-8 on 2 cores the 100 Hz stream of the test is starved and the tip moved 60-80 % of the distance'
-))
-#: A starved stream covers at least this fraction of the commanded distance (60-80 % measured at load 6-8).
-STARVED = 0.3
+#: The shared module-scoped fixtures: the joint limits file both nodes read, rclpy for the client.
+limits_file, ros = servo_fixtures.limits_file, servo_fixtures.ros
 
-ACCELERATION = 2.0      # rad/s^2, every joint (the joint_limits file both nodes read)
-PERIOD = 0.01
-TIMEOUT = 0.2           # incoming_command_timeout: generous, a loaded machine delays the test's stream
-MARGIN = 0.1
 #: The P gain [1/s] of the jog home: from its 0.5 rad/s cap it brakes at 1.5 rad/s^2 (inside ACCELERATION), and
 #: it closes the last 2 mm-rad in about 60 % of the time of jog_to's default gain of 2.
 HOMING_GAIN = 3.0
@@ -42,69 +32,11 @@ LIMIT_JOINT = 3
 #: The servo stops a twist into the stretched singularity well before this [s] (about 4 s unloaded); the test
 #: streams on for HALT_HOLD [s] once the arm is still, to show it stays halted while commanded.
 SINGULARITY_STREAM, HALT_HOLD = 6.0, 0.5
-#: Every node of this module runs in it: a ROS domain shared by chance with another test's simulator
-#: (domains are picked from the process id) cannot feed this module's servo.
-NAMESPACE = f'/servo_test_{os.getpid()}'
-LIMITS_YAML = 'joint_limits:\n' + ''.join(
-    f'  joint{i}:\n    has_acceleration_limits: true\n    max_acceleration: {ACCELERATION}\n' for i in range(1, 8))
-
-
-@pytest.fixture(scope='module')
-def limits_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp('servo') / 'joint_limits.yaml'
-    path.write_text(LIMITS_YAML)
-    return str(path)
-
-
-class Arm:
-    """The simulator and the servo as processes, and a client node."""
-
-    def __init__(self, joint_names, limits_file, servo_params=None, sim_params=None, namespace='', **client_args):
-        servo = {'command_in_type': 'speed_units', 'joint_limits_file': limits_file,
-                 'incoming_command_timeout': TIMEOUT, 'joint_limit_margin': MARGIN, **(servo_params or {})}
-        # The simulator's witness checks positions and velocities (URDF).  It would judge accelerations by second
-        # differences over a period estimated from arrival times, which on a loaded machine jitters (gaps of
-        # 5-50 ms: it saw 2x the limit in streams that are exactly within it), so the servo's acceleration limits
-        # are checked on the exact command stream at its nominal period instead (commands_within_limits).
-        # joint_states at 100 Hz: enough for the servo, and half the traffic for this test's own executor
-        sim = {'publish_rate': 100.0, **(sim_params or {})}
-        self.sim, self.servo = start_servo(servo, sim, prefix='test_servo', namespace=namespace)
-        try:
-            self.client = ServoClient(joint_names, namespace=namespace, **client_args)
-        except BaseException:   # no client: the processes would outlive the test
-            self._stop_processes()
-            raise
-
-    def ready(self):
-        return self.client.wait_ready(120.0)
-
-    def logs(self):
-        return self.servo.output()[-3000:] + self.sim.output()[-3000:]
-
-    def close(self):
-        try:
-            self.client.close()
-        finally:
-            self._stop_processes()
-
-    def _stop_processes(self):
-        try:
-            self.servo.stop()
-        finally:
-            self.sim.stop()
-
-
-@pytest.fixture(scope='module')
-def ros():
-    isolate_ros_domain()
-    rclpy.init()
-    yield
-    rclpy.try_shutdown()
 
 
 @pytest.fixture(scope='module')
 def arm(ros, ik7, limits_file):
-    a = Arm(ik7.joint_names, limits_file, namespace=NAMESPACE)
+    a = Arm(ik7.joint_names, namespace=NAMESPACE)
     assert a.ready(), a.logs()
     yield a
     a.close()
@@ -139,59 +71,10 @@ def from_here(arm, ik7, velocities, room):
     return time.monotonic()
 
 
-def tip(arm):
-    return arm.client.latest(arm.client.tips)
-
-
-def stream_twist(client, linear, angular, frame='base_link', seconds=1.0):
-    """Stream a teleop's key press: the twist for ``seconds``, then zero twists (key released) until at rest."""
-    client.stream(lambda t: client.twist(linear, angular, frame), seconds)
-    client.stream(lambda t: client.twist((0, 0, 0), (0, 0, 0), frame), 0.3)
-    assert client.wait_rest()
-
-
-def stream_jog(client, names, velocities, seconds=1.0):
-    """Stream a jog for ``seconds``, then zero velocities (stick released) until at rest."""
-    client.stream(lambda t: client.jog(names, velocities), seconds)
-    client.stream(lambda t: client.jog(names, np.zeros(len(names))), 0.3)
-    assert client.wait_rest()
-
-
 @pytest.fixture(scope='module')
 def measurements():
     """Share runs between a strict test and the load-sensitive test of the same motion (key: what was run)."""
     return {}
-
-
-def measured_once(measurements, key, measure, request=None):
-    """Return the first ``measure()`` result under ``key``, running it only if no test has yet.
-
-    A rerun of the test that passes its ``request`` (a first attempt failed: pytest-rerunfailures counts
-    attempts in ``execution_count``) measures again, and the later tests of that key get the new run.
-    """
-    if key not in measurements or getattr(getattr(request, 'node', None), 'execution_count', 1) > 1:
-        measurements[key] = measure()
-    return measurements[key]
-
-
-def best_of(attempts, measure, accept, first):
-    """Results from ``first`` on, running ``measure()`` again until ``accept`` holds, at most ``attempts`` in all.
-
-    For the bounds that depend on the servo loop keeping its schedule: on a shared machine a process may
-    be descheduled for longer than incoming_command_timeout or MAX_LAG, which costs distance (as it would
-    with MoveIt Servo); one clean attempt out of three shows the servo's own accuracy.
-    """
-    results = [first]
-    while len(results) < attempts and not accept(results[-1]):
-        results.append(measure())
-    return results
-
-
-def no_violations(arm, since, quantities=('position', 'velocity', 'acceleration')):
-    """Assert that the simulator saw no command beyond these limits."""
-    violations = [v for _, report in arm.client.since(arm.client.violations, since)
-                  for v in report['violations'] if v['quantity'] in quantities]
-    assert not violations, violations
 
 
 def commands_within_limits(arm, ik7, since):
@@ -226,12 +109,6 @@ def twist_motion(arm, frame, linear, angular):
     R = np.eye(3) if frame == 'base_link' else T0[:3, :3]
     codes = {m.code for _, m in arm.client.since(arm.client.statuses, since)}
     return R.T @ (T1[:3, 3] - T0[:3, 3]), R.T @ rotation_vector(T1[:3, :3] @ T0[:3, :3].T), codes
-
-
-def along_and_across(vector, direction):
-    """Return the component of ``vector`` along the unit ``direction`` and the norm of the rest."""
-    along = float(vector @ direction)
-    return along, float(np.linalg.norm(vector - along * direction))
 
 
 @pytest.mark.parametrize('case', TWISTS)
@@ -515,115 +392,3 @@ def test_status_is_on_diagnostics(arm):
     assert received
     keys = {kv.key for kv in received[-1].values}
     assert {'status', 'condition_number', 'cycle_period_p50_ms'} <= keys
-
-
-#: (servo, sim, client parameters, distance tolerance, quantities the simulator witnesses) per output type.
-OUTPUTS = {
-    # A forward_velocity_controller integrates each velocity until the next one arrives: the distance is
-    # open loop (as with MoveIt Servo) and varies with delivery jitter; the direction does not.
-    'velocity': ({'command_out_kind': 'velocity', 'command_out_topic': 'forward_velocity_controller/commands'},
-                 {'controller_type': 'forward_velocity'}, {'command_topic': 'forward_velocity_controller/commands'},
-                 0.3, ('position', 'velocity')),
-    # One-point trajectories: after a late message the controller covers the missed cycles in one
-    # interpolation, faster than commanded (as a real JTC would); only positions are witnessed here.
-    'joint_trajectory': ({'command_out_type': 'trajectory_msgs/JointTrajectory',
-                          'command_out_topic': 'joint_trajectory_controller/joint_trajectory'},
-                         {'controller_type': 'joint_trajectory'},
-                         {'command_topic': 'joint_trajectory_controller/joint_trajectory',
-                          'command_type': JointTrajectory},
-                         0.05, ('position',)),
-}
-
-
-#: The positive control's servo publishes one-point trajectories where the simulated controller does not listen.
-UNHEARD = 'unheard_controller/joint_trajectory'
-#: (servo, sim, client parameters) of the pairs beside the module's arm: one per other output type, and the control.
-OTHER_ARMS = {
-    **{output: OUTPUTS[output][:3] for output in OUTPUTS},
-    'unheard': ({**OUTPUTS['joint_trajectory'][0], 'command_out_topic': UNHEARD},
-                {'controller_type': 'joint_trajectory'}, {'command_topic': UNHEARD, 'command_type': JointTrajectory}),
-}
-
-
-@pytest.fixture(scope='module')
-def other_arms(ros, ik7, limits_file):
-    """Start every pair of OTHER_ARMS at once, each in its own namespace; yield ({name: Arm}, measurements).
-
-    Their start-ups overlap: ready in about the time of one instead of one after another.  The tests that use
-    them come last, so the module's arm is the only pair while the timing-sensitive tests run.
-    """
-    arms = {}
-    try:
-        for name, (servo, sim, client) in OTHER_ARMS.items():
-            arms[name] = Arm(ik7.joint_names, limits_file, servo, sim, namespace=f'{NAMESPACE}_{name}', **client)
-        for a in arms.values():
-            assert a.ready(), a.logs()
-        yield arms, {}
-    finally:
-        close_all(list(arms.values()))
-
-
-def close_all(arms):
-    """Close every arm, even when closing one of them fails (the first failure is raised after)."""
-    if arms:
-        try:
-            arms[0].close()
-        finally:
-            close_all(arms[1:])
-
-
-def base_x_motion(arm, checked):
-    """Stream the base-x twist of 0.1 m/s for 1 s; return how far the tip moved (base frame)."""
-    since = time.monotonic()
-    T0 = tip(arm)
-    stream_twist(arm.client, (0.1, 0.0, 0.0), (0, 0, 0))
-    assert arm.client.since(arm.client.commands, since)
-    no_violations(arm, since, checked)
-    return tip(arm)[:3, 3] - T0[:3, 3]
-
-
-def moved_in_the_commanded_direction(moved):
-    """Tell whether the tip moved along base x (at least a starved stream's share of 0.1 m) and little across."""
-    along, across = along_and_across(moved, np.array([1.0, 0.0, 0.0]))
-    return along > STARVED * 0.1 and across < 0.1 * along
-
-
-@pytest.mark.parametrize('output', OUTPUTS)
-def test_other_output_types_drive_the_simulator_in_the_commanded_direction(other_arms, output, request):
-    arms, measured = other_arms
-    arm = arms[output]
-    moved = measured_once(measured, output, lambda: base_x_motion(arm, OUTPUTS[output][4]), request)
-    assert moved_in_the_commanded_direction(moved), moved
-
-
-def test_commands_that_are_not_executed_fail_that_check_and_the_status_says_so(other_arms):
-    """The positive control: one-point trajectories that no controller executes leave the arm where it is.
-
-    The servo publishes them where the simulated controller does not listen (as a controller that
-    refuses them, or takes them too late, would leave the arm): the check above must fail, and the
-    servo's status must say that the arm is not where its commands put it, not NO_WARNING alone.
-    """
-    arm = other_arms[0]['unheard']
-    since = time.monotonic()
-    moved = base_x_motion(arm, ('position',))
-    assert not moved_in_the_commanded_direction(moved), moved
-    statuses = [(m.code, m.message) for _, m in arm.client.since(arm.client.statuses, since)]
-    assert any(code == Status.INVALID and 'not where the commands put it' in message
-               for code, message in statuses), (statuses, arm.logs())
-
-
-@LOAD_SENSITIVE
-@pytest.mark.parametrize('output', OUTPUTS)
-def test_other_output_types_drive_the_simulator_that_far(other_arms, output):
-    arms, measured = other_arms
-    arm = arms[output]
-    tolerance, checked = OUTPUTS[output][3:]
-
-    def measure():
-        return base_x_motion(arm, checked)
-
-    def accept(moved):
-        return abs(moved[0] - 0.1) <= tolerance * 0.1 and np.linalg.norm(moved[1:]) < 0.1 * abs(moved[0])
-
-    results = best_of(3, measure, accept, measured_once(measured, output, measure))
-    assert accept(results[-1]), results
