@@ -36,7 +36,7 @@ SINGULARITY_STREAM, HALT_HOLD = 6.0, 0.5
 
 @pytest.fixture(scope='module')
 def arm(ros, ik7, limits_file):
-    a = Arm(ik7.joint_names, namespace=NAMESPACE)
+    a = Arm(ik7.joint_names, limits_file, namespace=NAMESPACE)
     assert a.ready(), a.logs()
     yield a
     a.close()

@@ -57,7 +57,7 @@ def other_arms(ros, ik7, limits_file):
     arms = {}
     try:
         for name, (servo, sim, client) in OTHER_ARMS.items():
-            arms[name] = Arm(ik7.joint_names, servo, sim, namespace=f'{NAMESPACE}_{name}', **client)
+            arms[name] = Arm(ik7.joint_names, limits_file, servo, sim, namespace=f'{NAMESPACE}_{name}', **client)
         for a in arms.values():
             assert a.ready(), a.logs()
         yield arms, {}
