@@ -84,9 +84,14 @@ def _sagitta(radius, angle):
 CIRCLE = {'centre': np.array([0.5, 0.0, 0.5]), 'radius': 0.1, 'period': 3.0}
 
 
-def _stream_circle(arm):
-    """Stream the 100 Hz circle once per session; keep (tip distances, executed status times, t0, accelerations)."""
-    if getattr(arm, 'circle', None) is None:
+def _stream_circle(arm, request=None):
+    """Stream the 100 Hz circle once per session; keep (tip distances, executed status times, t0, accelerations).
+
+    A rerun of a test that passes its ``request`` (its first attempt failed: pytest-rerunfailures counts attempts
+    in ``execution_count``) streams the circle again; judging the failed run once more could only fail again.
+    """
+    rerun = getattr(getattr(request, 'node', None), 'execution_count', 1) > 1
+    if rerun or getattr(arm, 'circle', None) is None:
         centre, radius, period = CIRCLE['centre'], CIRCLE['radius'], CIRCLE['period']
         _reach(arm, make_pose(centre, DOWN))
         times, poses = circle(centre, radius, period, 100.0, 1, DOWN)
@@ -108,14 +113,14 @@ def _stream_circle(arm):
     return arm.circle
 
 
-def test_streamed_path_is_tracked_with_bounded_error(arm):
+def test_streamed_path_is_tracked_with_bounded_error(arm, request):
     """A 100 Hz target stream: the tip follows the circle and ends on its last target.
 
     Under load the node may fall behind and skip targets (newest wins); the arm then cuts the chord between
     the targets it executed, so the tracking bound grows by that chord's sagitta (from the largest gap between
     executed statuses), and the final target is reached either way.
     """
-    run = _stream_circle(arm)
+    run = _stream_circle(arm, request)
     assert run['settled'] and run['final_error'] < 2e-3, run['final_error']
     assert run['executed']
     gap = np.diff([run['t0']] + run['executed']).max()
