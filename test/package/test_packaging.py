@@ -54,7 +54,7 @@ USED_WITHOUT_IMPORT = {
 }
 #: This repository's own modules.  ik_solver_demos is imported by the tests from the same workspace: it cannot
 #: be a test_depend of ik_solver, since it depends on ik_solver and colcon refuses a dependency cycle.
-LOCAL = {'ik_solver', 'ik_solver_demos', 'ros_fixtures', 'conftest'}
+LOCAL = {'ik_solver', 'ik_solver_demos', 'ros_fixtures', 'servo_fixtures', 'conftest'}
 DEMOS = 'ik_solver_demos'
 
 
