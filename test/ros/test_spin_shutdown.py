@@ -79,45 +79,29 @@ def test_an_invalid_handle_while_running_is_still_raised():
     assert done.is_set()
 
 
-def test_an_observer_closed_while_its_executor_races_ends_quietly(monkeypatch, race):
-    """The demos' ArmObserver spins its own executor: a close that races the spin prints no traceback either."""
-    from ik_solver_demos.tools import observer
+#: The demos' clients that spin their own executor: (module, class name).
+CLIENTS = {'observer': ('observer', 'ArmObserver'), 'servo client': ('servo_demo', 'ServoClient')}
+
+
+@pytest.mark.parametrize('client', CLIENTS)
+def test_a_demo_client_closed_while_its_executor_races_ends_quietly(monkeypatch, race, client):
+    """The demos' ArmObserver and ServoClient (the servo tests drive the servo with it) close quietly too."""
+    import importlib
     from ros_fixtures import isolate_ros_domain
+    module_name, class_name = CLIENTS[client]
+    module = importlib.import_module(f'ik_solver_demos.tools.{module_name}')
     made = []
 
     def racing():
         made.append(RacingExecutor())
         return made[-1]
-    monkeypatch.setattr(observer, 'SingleThreadedExecutor', racing)
+    monkeypatch.setattr(module, 'SingleThreadedExecutor', racing)
     errors = []
     monkeypatch.setattr(threading, 'excepthook', errors.append)
     isolate_ros_domain()
     rclpy.init()
     try:
-        watcher = observer.ArmObserver([f'joint{i}' for i in range(1, 8)])
-        watcher.close()
-    finally:
-        rclpy.shutdown()
-    assert made and made[0].raised
-    assert not errors, [e.exc_value for e in errors]
-
-
-def test_a_servo_client_closed_while_its_executor_races_ends_quietly(monkeypatch, race):
-    """The demos' ServoClient, which the servo tests drive the servo with, closes quietly too."""
-    from ik_solver_demos.tools import servo_demo
-    from ros_fixtures import isolate_ros_domain
-    made = []
-
-    def racing():
-        made.append(RacingExecutor())
-        return made[-1]
-    monkeypatch.setattr(servo_demo, 'SingleThreadedExecutor', racing)
-    errors = []
-    monkeypatch.setattr(threading, 'excepthook', errors.append)
-    isolate_ros_domain()
-    rclpy.init()
-    try:
-        servo_demo.ServoClient([f'joint{i}' for i in range(1, 8)]).close()
+        getattr(module, class_name)([f'joint{i}' for i in range(1, 8)]).close()
     finally:
         rclpy.shutdown()
     assert made and made[0].raised
