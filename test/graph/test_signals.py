@@ -198,9 +198,11 @@ def test_a_stop_signal_during_a_nodes_imports_ends_it_with_0_and_no_traceback(tm
     entry = subprocess.run([sys.executable, '-c', 'from ik_solver.ros.entry import run; run("slow_node")'],
                            capture_output=True, text=True, env=env, timeout=60, cwd=pathlib.Path(__file__).parents[2])
     assert entry.returncode == 0 and 'Traceback' not in entry.stderr and 'main ran' not in entry.stdout, entry
-    # Python leaves SIGINT ignored when it starts with it ignored (a background job of a script): the control
-    # restores the interpreter's own handler first, as an interactive start has it
-    control = 'import signal; signal.signal(signal.SIGINT, signal.default_int_handler); import slow_node'
+    # a child inherits ignored and blocked signals (a background job of a script ignores SIGINT; a CI runner may
+    # ignore or block SIGTERM): the control restores what an interactive start has, so the signal can land
+    default = 'signal.default_int_handler' if signum == signal.SIGINT else 'signal.SIG_DFL'
+    control = (f'import signal; signal.pthread_sigmask(signal.SIG_UNBLOCK, {{{int(signum)}}}); '
+               f'signal.signal({int(signum)}, {default}); import slow_node')
     plain = subprocess.run([sys.executable, '-c', control], capture_output=True, text=True, env=env, timeout=60)
     assert plain.returncode != 0   # the control: the signal does land during the import
 
