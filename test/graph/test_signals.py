@@ -3,7 +3,10 @@
 Real processes: the demo's two nodes (sim_arm_node and ik_solver_node) are
 started in one new process group, as a launch or a CI runner would, and the
 signal goes to the group twice, as a process group with ``ros2 launch`` in it
-gets it (once from the sender, once forwarded by launch).  Also the signal handler itself, in-process.
+gets it (once from the sender, once forwarded by launch).  One group per signal,
+each in its own namespace, and one demo per signal, each on its own domain, run
+side by side: each is signalled on its own, so their start-ups overlap.  Also the
+signal handler itself, in-process.
 """
 import os
 import pathlib
@@ -23,52 +26,80 @@ from ik_solver_demos.tools.observer import ArmObserver  # noqa: E402
 from ik_solver_demos.tools.resources import arm_files, local_ros_env  # noqa: E402
 
 NODES = ('sim.sim_arm_node', 'ros.ik_node')
+#: The signals sent to a process group of the two nodes, and to the demo's (one group, or one demo, each, at once).
+GROUP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+DEMO_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def start_group(logs):
-    """Start both nodes in one new process group (the first one leads it); return the Popen objects."""
+def start_group(logs, namespace):
+    """Start both nodes in ``namespace`` in one new process group (the first one leads it); return the Popens."""
     urdf, config = arm_files('ik7')
     processes = []
     for module in NODES:
         cmd = [sys.executable, '-m', module_name(module), '--ros-args',
-               *node_args(config, {'urdf_file': urdf, **({'kinematic': True} if 'sim' in module else {})})]
+               *node_args(config, {'urdf_file': urdf, **({'kinematic': True} if 'sim' in module else {})}),
+               '-r', f'__ns:={namespace}']
         log = open(os.path.join(logs, module + '.log'), 'w')
         group = {'process_group': 0} if not processes else {'process_group': processes[0].pid}
         processes.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=local_ros_env(), **group))
     return processes
 
 
+def signal_group(leader, signum):
+    """Send ``signum`` to the group of ``leader`` twice, as a group with ``ros2 launch`` in it gets it."""
+    os.killpg(leader, signum)
+    time.sleep(0.05)  # ros2 launch, in the same group, forwards the signal to its children once more
+    os.killpg(leader, signum)
+
+
+def exit_code(process, timeout):
+    """Return the exit code of ``process`` once it ends, None if it is still running after ``timeout`` [s]."""
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
 @pytest.fixture(scope='module')
-def observer():
+def group_runs():
+    """Run one process group of both nodes per signal, all at once, each in its own namespace, and signal each.
+
+    The groups are independent (their own namespaces, observers and signals): run side by side, their start-ups
+    overlap.  Returns {signal: (exit codes of the two nodes, {node module: its output})}.
+    """
     ros_fixtures.isolate_ros_domain()
     ros_fixtures.rclpy.init()
     urdf, _ = arm_files('ik7')
-    node = ArmObserver(load_chain(urdf, 'base_link', 'tool0').joint_names)
-    yield node
-    node.close()
-    ros_fixtures.rclpy.try_shutdown()
-
-
-@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
-def test_signal_to_the_process_group_ends_every_node_cleanly(observer, signum):
-    logs = tempfile.mkdtemp(prefix='ik_signals_')
-    with observer.lock:  # wait_ready must see these nodes, not the previous test's
-        observer.joint_log.clear()
-        observer.tip_log.clear()
-    processes = start_group(logs)
+    names = load_chain(urdf, 'base_link', 'tool0').joint_names
+    runs, observers = {}, []
     try:
-        assert observer.wait_ready(90.0), 'nodes did not come up; logs in ' + logs
+        for signum in GROUP_SIGNALS:
+            namespace = f'/signal_{int(signum)}'
+            observers.append(ArmObserver(names, namespace=namespace))
+            logs = tempfile.mkdtemp(prefix='ik_signals_')
+            runs[signum] = (logs, start_group(logs, namespace))
+        for observer, (logs, _) in zip(observers, runs.values()):
+            assert observer.wait_ready(90.0), 'nodes did not come up; logs in ' + logs
         time.sleep(0.5)
-        os.killpg(processes[0].pid, signum)
-        time.sleep(0.05)  # ros2 launch, in the same group, forwards the signal to its children once more
-        os.killpg(processes[0].pid, signum)
-        codes = [p.wait(20.0) for p in processes]
+        for signum, (_, processes) in runs.items():
+            signal_group(processes[0].pid, signum)
+        codes = {signum: [exit_code(p, 20.0) for p in processes] for signum, (_, processes) in runs.items()}
     finally:
-        for p in processes:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    outputs = {m: open(os.path.join(logs, m + '.log')).read() for m in NODES}
+        for _, processes in runs.values():
+            for p in processes:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        for observer in observers:
+            observer.close()
+        ros_fixtures.rclpy.try_shutdown()
+    return {signum: (codes[signum], {m: open(os.path.join(logs, m + '.log')).read() for m in NODES})
+            for signum, (logs, _) in runs.items()}
+
+
+@pytest.mark.parametrize('signum', GROUP_SIGNALS)
+def test_signal_to_the_process_group_ends_every_node_cleanly(group_runs, signum):
+    codes, outputs = group_runs[signum]
     assert codes == [0, 0], outputs
     for module, text in outputs.items():
         assert 'Traceback' not in text, text
@@ -89,26 +120,46 @@ def processes_on_domain(domain):
     return found
 
 
-@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
-def test_demo_stops_its_nodes_and_exits_0_on_a_group_signal(tmp_path, signum):
-    domain = str(150 + os.getpid() % 50 + signum)
-    env = local_ros_env({**os.environ, 'ROS_DOMAIN_ID': domain})
-    log = open(tmp_path / 'demo.log', 'w')
-    demo = subprocess.Popen([sys.executable, '-m', 'ik_solver_demos.tools.demo', '--kinematic', '--output-dir',
-                             str(tmp_path)], stdout=log, stderr=subprocess.STDOUT, env=env, process_group=0)
+@pytest.fixture(scope='module')
+def demo_runs(tmp_path_factory):
+    """Run one demo per signal, at once, each on its own domain; signal each once it sends targets.
+
+    Returns:
+        {signal: (the demo's exit code or None, its output, its domain)}.
+    """
+    runs = {}
     try:
-        deadline = time.monotonic() + 120.0
-        while 'sending targets' not in (tmp_path / 'demo.log').read_text() and time.monotonic() < deadline:
-            assert demo.poll() is None, (tmp_path / 'demo.log').read_text()
+        for signum in DEMO_SIGNALS:
+            folder = tmp_path_factory.mktemp(f'demo_{int(signum)}')
+            domain = str(150 + os.getpid() % 50 + signum)
+            env = local_ros_env({**os.environ, 'ROS_DOMAIN_ID': domain})
+            log = open(folder / 'demo.log', 'w')
+            demo = subprocess.Popen([sys.executable, '-m', 'ik_solver_demos.tools.demo', '--kinematic',
+                                     '--output-dir', str(folder)], stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    process_group=0)
+            runs[signum] = (demo, folder / 'demo.log', domain)
+        waiting, deadline = set(runs), time.monotonic() + 120.0
+        while waiting and time.monotonic() < deadline:
+            for signum in list(waiting):
+                demo, log, _ = runs[signum]
+                if 'sending targets' in log.read_text():
+                    signal_group(demo.pid, signum)
+                    waiting.discard(signum)
+                elif demo.poll() is not None:   # ended before it sent targets: its test shows the output
+                    waiting.discard(signum)
             time.sleep(0.2)
-        os.killpg(demo.pid, signum)
-        time.sleep(0.05)
-        os.killpg(demo.pid, signum)
-        code = demo.wait(30.0)
+        codes = {signum: exit_code(demo, 30.0) for signum, (demo, _, _) in runs.items()}
     finally:
-        if demo.poll() is None:
-            demo.kill()
-    output = (tmp_path / 'demo.log').read_text()
+        for demo, _, _ in runs.values():
+            if demo.poll() is None:
+                demo.kill()
+    return {signum: (codes[signum], log.read_text(), domain) for signum, (_, log, domain) in runs.items()}
+
+
+@pytest.mark.parametrize('signum', DEMO_SIGNALS)
+def test_demo_stops_its_nodes_and_exits_0_on_a_group_signal(demo_runs, signum):
+    code, output, domain = demo_runs[signum]
+    assert 'sending targets' in output, output
     assert code == 0 and 'Traceback' not in output, output
     assert 'stopping the nodes' in output
     gone = poll_until(lambda: not processes_on_domain(domain), 10.0)
