@@ -34,6 +34,7 @@ joint_jump refusals for the rest of the line, and too few moves to judge), and e
 say was published must reach the observer before the line is judged: one the observer did not see is
 reported, never silently left out.
 """
+from concurrent.futures import ThreadPoolExecutor
 import contextlib
 from dataclasses import dataclass, replace
 from functools import partial
@@ -162,6 +163,11 @@ def _approach(chain, flip, method):
     return q
 
 
+def _approaches(chain, flip):
+    """Return {method: its approach (``_approach``)} for every method, on one robot."""
+    return {method: _approach(chain, flip, method) for method in METHODS}
+
+
 def _processes(name):
     """Start the kinematic sim_arm_node and the ik_node (max_joint_jump 0.5) of ik7 or the Panda in namespace ``name``.
 
@@ -193,8 +199,8 @@ def _start_urdf(namespace, module, urdf_file, **params):
 def arms(request):
     """Both robots, each a Session in its own namespace, with its approach posture per method.
 
-    The approaches are computed in-process while the nodes start (a transpose approach spends its whole solve
-    budget on each of its targets).
+    The approaches are computed in-process while the nodes start, one thread per robot (a transpose approach
+    spends its whole solve budget on each of its targets; the solver's kernels release the GIL).
     """
     with contextlib.ExitStack() as stack:
         sessions = []
@@ -211,8 +217,10 @@ def arms(request):
             s.observer.create_subscription(JointState, 'joint_states',
                                            partial(_record, s.stamped, chain.joint_names), 100)
             sessions.append(s)
-        for s in sessions:
-            s.approach = {method: _approach(s.chain, s.flip, method) for method in METHODS}
+        with ThreadPoolExecutor(max_workers=len(sessions)) as pool:
+            approaches = [pool.submit(_approaches, s.chain, s.flip) for s in sessions]
+            for s, approach in zip(sessions, approaches):
+                s.approach = approach.result()
         for s in sessions:
             assert s.observer.wait_ready(90.0), s.node.output() + s.sim.output()
         yield sessions
