@@ -8,10 +8,11 @@ from the commander's start state and handed to the commander; its ``~/status`` (
 diagnostics) is published after the command went out.  Every target, request and path ends in exactly
 one ``~/status``.
 
-Concurrency: the node spins on a single-threaded executor (``main``); targets are kept in a one-slot
-mailbox (newest wins, the dropped ones counted as superseded), and solving and commanding (targets,
-``~/solve``, ``~/plan_path``, MoveIt's ``compute_ik``, world updates) run one at a time on a Worker thread,
-so joint states, ``~/compute_fk`` and the parameter services answer during a solve.
+Concurrency: the node spins on a single-threaded executor (``main``); targets are kept in a one-slot mailbox
+(newest wins, the dropped ones counted as superseded; a faster stream pauses and the worker takes the newest
+itself), and solving and commanding (targets, ``~/solve``, ``~/plan_path``, MoveIt's ``compute_ik``, world
+updates) run one at a time on a Worker thread, so joint states, ``~/compute_fk`` and the parameter services
+answer during a solve.
 """
 import time
 
@@ -34,7 +35,7 @@ from .parameters import (check_all, check_workspace_change, checked_xacro_args, 
                          solver_options)
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
-from .target_mailbox import Pending, target_age, TargetMailbox, waiting_for
+from .target_mailbox import Pending, queued_targets, target_age, TargetMailbox, waiting_for
 from .worker import Worker
 from .world_updates import WorldUpdates
 from ..core.warmup import warm_up_for
@@ -68,9 +69,9 @@ class IKSolverNode(Node):
         self.contexts = ContextBuilder(self, self._on_controller_event)
         self.requests = IKRequests(self)
         self.worker = Worker(self, idle=self._take_target, idle_period=WAIT_PERIOD, name='ik_solver_worker')
-        self.mailbox = TargetMailbox(self.reporter, self.worker.wake_executor)
-        self.create_subscription(PoseStamped, '~/target_pose', self._on_target, TARGET_QOS,
-                                 callback_group=MutuallyExclusiveCallbackGroup())  # it pauses (target_mailbox)
+        sub = self.create_subscription(PoseStamped, '~/target_pose', self._on_target, TARGET_QOS,
+                                       callback_group=MutuallyExclusiveCallbackGroup())  # it pauses (target_mailbox)
+        self.mailbox = TargetMailbox(self.reporter, self.worker.wake_executor, self.worker.nudge, queued_targets(sub))
         self.create_service(SolveIK, '~/solve', self._on_solve, callback_group=self.worker.callback_group)
         self.create_service(PlanPath, '~/plan_path', self._on_plan_path, callback_group=self.worker.callback_group)
         self.create_service(ComputeFK, '~/compute_fk', self.requests.compute_fk)
@@ -192,7 +193,7 @@ class IKSolverNode(Node):
         # a target queued behind a busy executor ages from its reception
         taken = self.mailbox.post(Pending(msg, received_monotonic(info)))
         self.worker.nudge()
-        if taken is not None:   # faster than the worker: no more targets until its handling ends
+        if taken is not None:   # faster than the worker: it takes the targets itself until it has caught up
             await taken
 
     def _take_target(self):
