@@ -12,7 +12,7 @@ Concurrency: the node spins on a single-threaded executor (``main``); targets ar
 (newest wins, the dropped ones counted as superseded; a faster stream pauses and the worker takes the newest
 itself), and solving and commanding (targets, ``~/solve``, ``~/plan_path``, MoveIt's ``compute_ik``, world
 updates) run one at a time on a Worker thread, so joint states, ``~/compute_fk`` and the parameter services
-answer during a solve.
+answer during a solve.  Worker, executor and middleware threads run under SCHED_FIFO where granted.
 """
 import time
 
@@ -36,7 +36,7 @@ from .parameters import (check_all, check_workspace_change, checked_xacro_args, 
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
 from .target_mailbox import Pending, queued_targets, target_age, TargetMailbox, waiting_for
-from .worker import Worker
+from .worker import real_time_executor, Worker
 from .world_updates import WorldUpdates
 from ..core.warmup import warm_up_for
 from ..motion import guard as motion_guard
@@ -292,7 +292,7 @@ class IKSolverNode(Node):
 
 
 def main(args=None):
-    return run_node(IKSolverNode, args)  # single-threaded: the solves run on the node's Worker
+    return run_node(IKSolverNode, args, executor=real_time_executor)  # single-threaded: solves run on the Worker
 
 
 if __name__ == '__main__':

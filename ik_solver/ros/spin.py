@@ -111,6 +111,63 @@ def real_time(priority):
     return _fifo(threading.get_native_id(), priority)
 
 
+class RealTimeExecutor(SingleThreadedExecutor):
+    """A single-threaded executor whose thread, and the middleware's, run under SCHED_FIFO where granted.
+
+    For a node whose real-time thread (an IK node's Worker) shares the interpreter lock with the executor:
+    under normal scheduling, other processes' load delays the executor while it holds the lock (and the
+    real-time thread waits behind it), and the answers it sends and the joint states it takes wait for the
+    scheduler.  The middleware's threads (``middleware_threads_real_time``) receive every message before
+    the executor or the node sees it: under load a request or a target waited there too.  Refused (no
+    CAP_SYS_NICE, no RLIMIT_RTPRIO), they keep normal scheduling and each node says so.
+
+    Args:
+        priority: SCHED_FIFO priority of the executor thread, 1-99, below the node's real-time thread.
+        middleware_priority: that of the middleware's threads (0: normal scheduling), below ``priority``.
+    """
+
+    def __init__(self, priority, middleware_priority=0, **kwargs):
+        super().__init__(**kwargs)
+        self.priority, self.middleware_priority = priority, middleware_priority
+
+    def spin(self):
+        refused = real_time(self.priority)
+        if refused is None and self.middleware_priority:
+            refused = middleware_threads_real_time(self.middleware_priority)
+        for node in self.get_nodes() if refused is not None else ():
+            node.get_logger().warning(f'the executor and middleware threads keep normal scheduling: SCHED_FIFO '
+                                      f'priority {self.priority} refused ({refused}); under CPU load service '
+                                      'answers, targets and joint states wait for the scheduler')
+        super().spin()
+
+
+def middleware_threads_real_time(priority):
+    """Run the middleware's threads of this process under SCHED_FIFO at ``priority``; return None, or why refused.
+
+    They are the threads Python did not start that carry a name of their own (Fast DDS's ``dds.*``, Cyclone
+    DDS's ``recv``, ``tev``, ...): they receive and send every message.  Unnamed native threads keep normal
+    scheduling: a BLAS pool's threads spin while they wait for work, which under SCHED_FIFO would hold a core.
+    """
+    python = {thread.native_id for thread in threading.enumerate()}
+    main = _thread_name(os.getpid())
+    for tid in map(int, os.listdir('/proc/self/task')):
+        if tid in python or _thread_name(tid) in (None, main) or _real_time_priority(tid) >= priority:
+            continue
+        refused = _fifo(tid, priority)
+        if refused:
+            return refused
+    return None
+
+
+def _thread_name(tid):
+    """Return the kernel's name of thread ``tid`` of this process (its ``comm``), or None once it has ended."""
+    try:
+        with open(f'/proc/self/task/{tid}/comm') as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def real_time_threads(priority):
     """Run every thread of this process under SCHED_FIFO at ``priority``; return None, or why it was refused.
 

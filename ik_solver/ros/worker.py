@@ -29,7 +29,8 @@ never dropped.
 The thread asks for SCHED_FIFO (``priority``), as the servo's loop does: under
 CPU load a command then waits for the interpreter lock, not for the scheduler.
 Where the system refuses (no CAP_SYS_NICE, no RLIMIT_RTPRIO) it runs with normal
-scheduling and says so once.
+scheduling and says so once.  The node's executor and the middleware's threads
+run just below it (``real_time_executor``), as the servo's do below its loop.
 """
 from collections import deque
 import heapq
@@ -41,10 +42,13 @@ import time
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.task import Future
 
-from .spin import real_time
+from .spin import real_time, RealTimeExecutor
 
 #: SCHED_FIFO priority of a worker thread: below the servo loop's default (40), which has the harder deadline.
 PRIORITY = 30
+#: SCHED_FIFO priorities of the executor thread and the middleware's threads of a node with a worker
+#: (``real_time_executor``): below the worker, above normal processes.
+EXECUTOR_PRIORITY, MIDDLEWARE_PRIORITY = PRIORITY - 1, PRIORITY - 2
 #: Largest fraction of any ``DUTY_WINDOW`` of the thread's time that ``idle()`` (streamed inputs) may take.  A
 #: stream the node cannot keep up with would otherwise keep a SCHED_FIFO thread busy without a pause, and
 #: starve the process's other threads (the middleware's receive threads, the executor) on its core.  Jobs
@@ -180,6 +184,17 @@ class Worker:
         executor = self._node.executor
         if executor is not None:
             executor.wake()
+
+
+def real_time_executor():
+    """Return the executor of a node with a worker: its thread and the middleware's under SCHED_FIFO where granted.
+
+    Below the worker: the executor then does not hold the interpreter lock the worker needs while the
+    scheduler runs other processes, and it takes requests and sends the answers of the worker's jobs on
+    time however loaded the machine (``spin.RealTimeExecutor``).  Its work stays bounded: streamed inputs
+    reach it a few per handling at most (the IK node's ``target_mailbox``).
+    """
+    return RealTimeExecutor(EXECUTOR_PRIORITY, MIDDLEWARE_PRIORITY)
 
 
 class Job:

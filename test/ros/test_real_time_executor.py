@@ -1,0 +1,107 @@
+"""The IK node's executor: its thread and the middleware's run under SCHED_FIFO below the worker, where granted.
+
+Under CPU load a normal executor thread held the interpreter lock while the scheduler ran other processes,
+and sent answers and took joint states late; the middleware's threads delivered requests and targets late.
+The truth is the kernel's record of each thread's policy (``os.sched_getscheduler``), read while it spins.
+"""
+import os
+import threading
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+
+from ik_solver.ros import ik_node, spin  # noqa: E402, I100
+from ik_solver.ros.worker import EXECUTOR_PRIORITY, MIDDLEWARE_PRIORITY, PRIORITY, real_time_executor  # noqa: E402
+
+
+def _policy(tid):
+    """Return (policy, priority) of thread ``tid``, the reset-on-fork flag left out."""
+    return os.sched_getscheduler(tid) & ~os.SCHED_RESET_ON_FORK, os.sched_getparam(tid).sched_priority
+
+
+def _granted():
+    """Whether this process may use SCHED_FIFO at the worker's priority (a thread tries it and ends)."""
+    result = []
+    probe = threading.Thread(target=lambda: result.append(spin.real_time(PRIORITY)))
+    probe.start()
+    probe.join()
+    return result == [None]
+
+
+@pytest.fixture
+def context():
+    from ros_fixtures import isolate_ros_domain
+    isolate_ros_domain()
+    rclpy.init()
+    before = {int(tid) for tid in os.listdir('/proc/self/task')}
+    yield
+    for tid in map(int, os.listdir('/proc/self/task')):   # the rest of the suite runs as it did
+        if tid not in before or _policy(tid)[0] == os.SCHED_FIFO:
+            try:
+                os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+            except (ProcessLookupError, PermissionError):
+                pass
+    rclpy.try_shutdown()
+
+
+def _spin_once_in_thread(node, executor):
+    """Spin ``executor`` on a thread until a timer of ``node`` has run on it; return what the timer saw there."""
+    seen, ran = {}, threading.Event()
+
+    def look():
+        seen['executor'] = threading.get_native_id()
+        seen['threads'] = {tid: _policy(tid) for tid in map(int, os.listdir('/proc/self/task'))}
+        ran.set()
+    timer = node.create_timer(0.01, look)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        assert ran.wait(10.0), 'the executor never ran the timer'
+    finally:
+        timer.cancel()
+        executor.shutdown(timeout_sec=5.0)
+        spinner.join(5.0)
+    return seen
+
+
+def test_the_executor_thread_and_the_middlewares_run_under_sched_fifo_below_the_worker(context):
+    if not _granted():
+        pytest.skip('SCHED_FIFO is refused here (no CAP_SYS_NICE, no RLIMIT_RTPRIO)')
+    assert 0 < MIDDLEWARE_PRIORITY < EXECUTOR_PRIORITY < PRIORITY
+    node = rclpy.create_node('executor_priorities')
+    python_thread = threading.Thread(target=threading.Event().wait, args=(10.0,), daemon=True)
+    python_thread.start()
+    try:
+        seen = _spin_once_in_thread(node, real_time_executor())
+    finally:
+        node.destroy_node()
+    threads = seen['threads']
+    assert threads[seen['executor']] == (os.SCHED_FIFO, EXECUTOR_PRIORITY)
+    assert threads[python_thread.native_id][0] == os.SCHED_OTHER   # a thread Python started keeps its own
+    assert threads[threading.main_thread().native_id][0] == os.SCHED_OTHER
+    named = [tid for tid in threads if spin._thread_name(tid) not in (None, spin._thread_name(os.getpid()))
+             and tid not in {t.native_id for t in threading.enumerate()}]
+    assert named, 'the middleware runs no thread of its own here'
+    assert {threads[tid] for tid in named} == {(os.SCHED_FIFO, MIDDLEWARE_PRIORITY)}
+
+
+def test_where_sched_fifo_is_refused_each_node_warns_and_the_executor_spins(context, monkeypatch):
+    monkeypatch.setattr(spin, '_fifo', lambda tid, priority: '[Errno 1] Operation not permitted')
+    node = rclpy.create_node('executor_refused')
+    warnings = []
+    monkeypatch.setattr(node, 'get_logger', lambda: type('Logger', (), {'warning': warnings.append})())
+    try:
+        seen = _spin_once_in_thread(node, real_time_executor())
+    finally:
+        node.destroy_node()
+    assert seen['threads'][seen['executor']][0] == os.SCHED_OTHER
+    assert len(warnings) == 1 and 'keep normal scheduling' in warnings[0] and 'Operation not permitted' in warnings[0]
+
+
+def test_the_ik_node_spins_on_the_real_time_executor(monkeypatch):
+    used = {}
+    monkeypatch.setattr(ik_node, 'run_node', lambda make, args, executor=None: used.setdefault('executor', executor))
+    ik_node.main([])
+    assert used['executor'] is real_time_executor
