@@ -213,9 +213,19 @@ class Job:
             claimed, self._claimed = self._claimed, True
         return not claimed
 
+    @property
+    def claimed(self):
+        """Whether the worker or the watchdog has taken the job (one not yet taken may be taken any moment)."""
+        return self._claimed
+
 
 class Watchdog:
     """Answers jobs that have not started by their deadline, on a thread of its own (started when first needed).
+
+    The thread sleeps until the earliest deadline: one added behind it does not wake it, and when it comes
+    the thread forgets every job the worker has claimed meanwhile.  Calls the worker takes in time then cost
+    it about two wake-ups per timeout, not two per call, each of which took the interpreter lock from the
+    solve or the executor under way.
 
     Args:
         woken: called after a late answer is set, to wake the executor that awaits it.
@@ -239,7 +249,8 @@ class Watchdog:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name='worker_watchdog', daemon=True)
                 self._thread.start()
-            self._condition.notify()
+            elif self._heap[0][2] is job:   # earlier than the deadline the thread waits for
+                self._condition.notify()
 
     def stop(self):
         """End the thread; deadlines not yet reached are not answered."""
@@ -260,16 +271,21 @@ class Watchdog:
                 self._answer(job, late)
 
     def _due(self):
-        """Wait for the earliest deadline (the condition held); return its (job, late), or None once stopped."""
+        """Wait for the earliest deadline (the condition held); return its (job, late), or None once stopped.
+
+        Jobs claimed meanwhile are forgotten when a deadline comes, not before: a call the worker takes at
+        once leaves the thread asleep, and the next call's deadline, behind it, does not wake it either.
+        """
         while not self._stopped:
-            if self._heap:
-                wait = self._heap[0][0] - time.monotonic()
-                if wait <= 0.0:
+            now = time.monotonic()
+            if self._heap and self._heap[0][0] <= now:
+                self._heap = [entry for entry in self._heap if not entry[2].claimed]   # started or answered
+                heapq.heapify(self._heap)
+                if self._heap and self._heap[0][0] <= now:
                     _, _, job, late = heapq.heappop(self._heap)
                     return job, late
-            else:
-                wait = None
-            self._condition.wait(wait)
+                continue
+            self._condition.wait(self._heap[0][0] - now if self._heap else None)
         return None
 
     def _answer(self, job, late):

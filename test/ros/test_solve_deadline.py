@@ -168,3 +168,41 @@ def test_calls_during_a_flood_of_slow_targets_are_answered_within_their_timeout(
     assert {r.reason for _, r in calls.answered} <= {SolveIK.Response.SUCCESS, SolveIK.Response.TIMEOUT}
     assert any(r.success for _, r in calls.answered)   # calls that reach the worker in time are solved
     assert len(handled) >= 5   # and the stream was still served meanwhile
+
+
+class CountingCondition(threading.Condition):
+    """A Condition that counts how often its waiting thread went to sleep (each wake-up ends one)."""
+
+    def __init__(self):
+        super().__init__()
+        self.waits = 0
+
+    def wait(self, timeout=None):
+        self.waits += 1
+        return super().wait(timeout)
+
+
+def test_calls_the_worker_takes_in_time_do_not_wake_the_watchdog_each():
+    """20 calls taken at once cost its thread no wake-up; a late one is answered, and only it wakes the thread."""
+    from ik_solver.ros.worker import Job, Watchdog
+    from rclpy.task import Future
+    watchdog = Watchdog(lambda: None)
+    condition = watchdog._condition = CountingCondition()
+    first = time.monotonic()
+    for _ in range(20):
+        job = Job(lambda: None, (), Future())
+        watchdog.add(time.monotonic() + 2.0, job, lambda: 'late')
+        assert job.claim()   # the worker took it at once
+        time.sleep(0.005)
+    assert condition.waits <= 2   # it sleeps until the first deadline, whatever is added behind it
+    late = Job(lambda: None, (), Future())
+    watchdog.add(time.monotonic() + 0.05, late, lambda: 'late')   # behind a handling that outlasts it
+    deadline = time.monotonic() + 5.0
+    while not late.future.done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert late.future.result() == 'late'
+    time.sleep(max(0.0, first + 2.2 - time.monotonic()))   # the taken calls' deadlines have passed
+    try:
+        assert condition.waits <= 3, f'the watchdog slept {condition.waits} times'
+    finally:
+        watchdog.stop()
