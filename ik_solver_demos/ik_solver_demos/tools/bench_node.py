@@ -19,6 +19,11 @@ The flood part is an attack: two publisher processes send targets as fast as the
 (about 10 kHz each where the machine allows) while the arm is driven; it reports how old the
 targets the node acted on were (SolveStatus.target_age, p50/p99), how many it superseded, and
 the ~/solve round trip during the flood (the node stays responsive).
+
+The benchmark's own process (the client that streams, calls and records) runs under SCHED_FIFO at
+``--client-priority`` where the system grants it, below the nodes' real-time threads: with ``--load`` it
+would otherwise wait for the scheduler itself, drop the statuses it records and time its own delays, not
+the node's.  ``--client-priority 0`` measures a client with normal scheduling.
 """
 import argparse
 import os
@@ -33,6 +38,7 @@ from ik_solver.core.transforms import make_pose
 from ik_solver.ros.ik_node import TARGET_QOS
 from ik_solver.ros.messages import final_joint_positions, matrix_to_pose
 from ik_solver.ros.parameters import PARAMETERS
+from ik_solver.ros.spin import real_time_threads
 from ik_solver_interfaces.srv import SolveIK
 import numpy as np
 import rclpy
@@ -51,6 +57,8 @@ SERVED_WITHIN = 0.010
 CALL_TIMEOUT = 2.0
 #: A ~/solve answer is due within the node's solve timeout plus this margin [s].
 ANSWER_MARGIN = 0.050
+#: SCHED_FIFO priority of the benchmark's own threads: below the IK node's (worker 30, executor 29).
+CLIENT_PRIORITY = 20
 
 
 def solve_timeout():
@@ -349,11 +357,26 @@ def solve_request(chain, q):
     return request
 
 
+def client_real_time(priority):
+    """Run this process's threads (the observer's included) under SCHED_FIFO at ``priority``; print the outcome.
+
+    The processes it starts (nodes, load, flood publishers) start with normal scheduling (``spin._fifo``).
+    """
+    if priority <= 0:
+        print('the benchmark client runs with normal scheduling')
+        return
+    refused = real_time_threads(priority)
+    print(f'the benchmark client runs under SCHED_FIFO priority {priority}' if refused is None else
+          f'the benchmark client keeps normal scheduling: SCHED_FIFO priority {priority} refused ({refused})')
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--rate', type=float, default=200.0, help='target stream rate [Hz]')
     parser.add_argument('--seconds', type=float, default=5.0, help='length of the stream, the flood, the echo [s]')
     parser.add_argument('--load', type=int, default=0, help='busy-loop processes running beside the nodes')
+    parser.add_argument('--client-priority', type=int, default=CLIENT_PRIORITY,
+                        help="SCHED_FIFO priority of the benchmark's own threads (0: normal scheduling)")
     parser.add_argument('--echo', action='store_true', help=argparse.SUPPRESS)  # run echo_node (internal)
     parser.add_argument('--flood', type=float, help=argparse.SUPPRESS)  # run one flood publisher (internal)
     args, _ = parser.parse_known_args(argv)
@@ -365,6 +388,7 @@ def main(argv=None):
     rclpy.init()
     chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
     observer = ArmObserver(chain.joint_names)
+    client_real_time(args.client_priority)
     load = busy_loops(args.load)
     print(f'{args.load} busy-loop processes beside the nodes; load average {os.getloadavg()[0]:.2f}')
     try:
