@@ -27,6 +27,10 @@ from sensor_msgs.msg import JointState  # noqa: E402
 HOME = [0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0]
 #: Long enough that a command landing between two ticks is told apart from one sent at a tick.
 PERIOD = 0.1
+#: Cycles of the loop, begun after the servo went idle and after its last publication, that show it has stopped
+#: publishing: the cycle that set it idle has ended (cycles run one after the other), and an idle servo publishes
+#: nothing until the next command.
+QUIET_CYCLES = 3
 
 
 class Recorder:
@@ -79,14 +83,22 @@ def feed_home(node, count=8, interval=0.02, position=HOME):
 
 
 def idle(node, recorder):
-    """Feed joint states and wait until the servo is idle and has stopped publishing (its halt messages sent)."""
+    """Feed joint states and wait until the servo is idle and has stopped publishing (its halt messages sent).
+
+    Stopped: QUIET_CYCLES cycles of its loop began after it went idle and after its last publication.  Counted
+    in the node's own cycles, not seconds: a loaded host that holds up the loop holds up this wait with it.
+    """
     feed_home(node)
     assert wait_for(lambda: node._servo is not None and node._servo.state is not None and node._servo.idle)
-    quiet_since = (time.monotonic(), recorder.count())
-    while time.monotonic() - quiet_since[0] < 6 * PERIOD:   # no publication for several periods
-        time.sleep(PERIOD)
-        if recorder.count() != quiet_since[1]:
-            quiet_since = (time.monotonic(), recorder.count())
+    went_idle = time.monotonic()
+
+    def quiet():
+        cycles = list(node._cycle_times)   # before the last publication: a cycle counted has published by then
+        with recorder.lock:
+            last = recorder.sent[-1][0] if recorder.sent else went_idle
+        return sum(t > max(went_idle, last) for t in cycles) >= QUIET_CYCLES
+
+    assert wait_for(quiet)
     assert node._servo.idle
 
 
