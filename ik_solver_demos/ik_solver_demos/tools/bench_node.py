@@ -91,7 +91,11 @@ def echo_node():
 
 
 def flood_publisher(seconds):
-    """Publish targets around HOME as fast as possible for ``seconds`` (one flooding process); print the count."""
+    """Publish targets around HOME as fast as possible for ``seconds`` (one flooding process); print the count.
+
+    Also how long this process itself held targets back: from a stamp to the end of its publication (a
+    target that old when sent cannot be younger when acted on), and between two publications.
+    """
     from geometry_msgs.msg import PoseStamped
     rclpy.init()
     node = rclpy.create_node(f'bench_flood_{os.getpid()}')
@@ -101,12 +105,20 @@ def flood_publisher(seconds):
     msg = PoseStamped()
     msg.header.frame_id = chain.base_link
     count, end = 0, time.monotonic() + seconds
-    while time.monotonic() < end:
+    held, pause, last = [], 0.0, time.monotonic()
+    while last < end:
+        stamped = time.monotonic()
         msg.header.stamp = node.get_clock().now().to_msg()
         msg.pose = poses[count % len(poses)]
         pub.publish(msg)
         count += 1
-    print(f'published {count} targets in {seconds:g} s')
+        sent = time.monotonic()
+        held.append(sent - stamped)
+        pause, last = max(pause, sent - last), sent
+    late = np.asarray(held) * 1e3
+    print(f'published {count} targets in {seconds:g} s; stamp to sent: p99 {np.percentile(late, 99):.2f} ms, '
+          f'max {late.max():.1f} ms, {np.sum(late > 10.0)} sent > 10 ms after their stamp; longest pause between '
+          f'two sends {pause * 1e3:.1f} ms')
     node.destroy_node()
     rclpy.try_shutdown()
     return 0
