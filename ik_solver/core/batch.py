@@ -73,6 +73,8 @@ def batch_arrays(chain, targets, seeds):
     """Return (targets B x 4 x 4, seeds B x n, position only?) as contiguous floats; ValueError for bad shapes.
 
     Targets may be B x 4 x 4 poses or B x 3 positions (position only), or one target for a batch of seeds.
+    The arrays are writeable: a broadcast view of one row is contiguous but read-only, and numba compiles
+    a kernel of its own for read-only arrays, one the warm-up never built.
     """
     n = chain.n
     try:
@@ -99,4 +101,4 @@ def batch_arrays(chain, targets, seeds):
         S = np.broadcast_to(S, (len(T), n))
     if S.shape != (len(T), n):
         raise ValueError(f'seeds must be {len(T)} x {n} (one per target), got shape {S.shape}')
-    return np.ascontiguousarray(T), np.ascontiguousarray(S), position_only
+    return np.require(T, requirements='CW'), np.require(S, requirements='CW'), position_only

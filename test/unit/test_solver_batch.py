@@ -70,3 +70,19 @@ def test_shape_errors_raise(ik7):
         solver.solve_batch(np.broadcast_to(np.eye(4), (3, 4, 4)), np.zeros((2, 7)))
     with pytest.raises(ValueError, match='targets must be'):
         solver.solve_batch(np.zeros((3, 4, 5)))
+
+
+@pytest.mark.parametrize('targets, seeds', [('one pose', None), ('one pose', 'one seed'), ('one pose', 'two seeds'),
+                                            ('two positions', None)])
+def test_batch_arrays_are_writeable_whatever_was_broadcast(ik7, rng, targets, seeds):
+    """A broadcast row is contiguous but read-only: numba would compile a read-only kernel variant for it."""
+    from ik_solver.core.batch import batch_arrays
+    q = ik7.random_configuration(rng)
+    T = {'one pose': ik7.fk(q)[None], 'two positions': np.stack([ik7.fk(q)[:3, 3]] * 2)}[targets]
+    S = {None: None, 'one seed': q, 'two seeds': np.stack([q, q])}[seeds]
+    if seeds == 'two seeds':
+        T = T[0]
+    T_out, S_out, _ = batch_arrays(ik7, T, S)
+    for array in (T_out, S_out):
+        assert array.flags.c_contiguous and array.flags.writeable
+    assert S_out.shape == (len(T_out), ik7.n)
