@@ -68,7 +68,8 @@ class IKSolverNode(Node):
         self.frames = TargetFrames(self)
         self.contexts = ContextBuilder(self, self._on_controller_event)
         self.requests = IKRequests(self)
-        self.worker = Worker(self, idle=self._take_target, idle_period=WAIT_PERIOD, name='ik_solver_worker')
+        self.worker = Worker(self, idle=self._take_target, idle_period=WAIT_PERIOD, name='ik_solver_worker',
+                             priority=p['thread_priority'])
         sub = self.create_subscription(PoseStamped, '~/target_pose', self._on_target, TARGET_QOS,
                                        callback_group=MutuallyExclusiveCallbackGroup())  # it pauses (target_mailbox)
         self.mailbox = TargetMailbox(self.reporter, self.worker.wake_executor, self.worker.nudge, queued_targets(sub))

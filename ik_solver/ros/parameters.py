@@ -214,6 +214,10 @@ PARAMETERS = (
     Param('max_request_timeout', 1.0, 'Largest SolveIK/PlanPath timeout a caller may ask for [s]', 1e-4, 10.0),
     Param('max_path_time', 2.0, 'Wall-clock budget of one plan_path: its solves stop there (TIMEOUT, with the '
           'fraction achieved), so a path never holds the node for long [s]', 0.01, 60.0),
+    Param('thread_priority', 30, 'SCHED_FIFO priority of the worker thread (solves and commands), below the servo '
+          "loop's 40; the executor thread gets one less, the middleware's threads two less.  0: normal scheduling.  "
+          'Needs the right to it (root, CAP_SYS_NICE or an rtprio limit); refused, the threads keep normal '
+          'scheduling and a warning', 0, 99, read_only=True),
     Param('workspace.min', UNSET, 'Lower corner of the allowed target box in the base frame [m]; [0.0]: unbounded '
           'below; at run time the box may only shrink', lengths=(3,)),
     Param('workspace.max', UNSET, 'Upper corner of the allowed target box in the base frame [m]; [0.0]: unbounded '

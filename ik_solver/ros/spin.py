@@ -122,21 +122,23 @@ class RealTimeExecutor(SingleThreadedExecutor):
     CAP_SYS_NICE, no RLIMIT_RTPRIO), they keep normal scheduling and each node says so.
 
     Args:
-        priority: SCHED_FIFO priority of the executor thread, 1-99, below the node's real-time thread.
-        middleware_priority: that of the middleware's threads (0: normal scheduling), below ``priority``.
+        priority_of: returns the SCHED_FIFO priority of a node's real-time thread (0: it has none).  The
+            executor thread runs one below the highest, the middleware's threads two below; a priority under
+            1 is normal scheduling.
     """
 
-    def __init__(self, priority, middleware_priority=0, **kwargs):
+    def __init__(self, priority_of, **kwargs):
         super().__init__(**kwargs)
-        self.priority, self.middleware_priority = priority, middleware_priority
+        self._priority_of = priority_of
 
     def spin(self):
-        refused = real_time(self.priority)
-        if refused is None and self.middleware_priority:
-            refused = middleware_threads_real_time(self.middleware_priority)
+        top = max((self._priority_of(node) for node in self.get_nodes()), default=0)
+        refused = real_time(top - 1) if top > 1 else None
+        if refused is None and top > 2:
+            refused = middleware_threads_real_time(top - 2)
         for node in self.get_nodes() if refused is not None else ():
             node.get_logger().warning(f'the executor and middleware threads keep normal scheduling: SCHED_FIFO '
-                                      f'priority {self.priority} refused ({refused}); under CPU load service '
+                                      f'priority {top - 1} refused ({refused}); under CPU load service '
                                       'answers, targets and joint states wait for the scheduler')
         super().spin()
 

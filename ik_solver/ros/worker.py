@@ -46,9 +46,6 @@ from .spin import real_time, RealTimeExecutor
 
 #: SCHED_FIFO priority of a worker thread: below the servo loop's default (40), which has the harder deadline.
 PRIORITY = 30
-#: SCHED_FIFO priorities of the executor thread and the middleware's threads of a node with a worker
-#: (``real_time_executor``): below the worker, above normal processes.
-EXECUTOR_PRIORITY, MIDDLEWARE_PRIORITY = PRIORITY - 1, PRIORITY - 2
 #: Largest fraction of any ``DUTY_WINDOW`` of the thread's time that ``idle()`` (streamed inputs) may take.  A
 #: stream the node cannot keep up with would otherwise keep a SCHED_FIFO thread busy without a pause, and
 #: starve the process's other threads (the middleware's receive threads, the executor) on its core.  Jobs
@@ -73,7 +70,7 @@ class Worker:
         self._node = node
         self._idle = idle
         self._idle_period = idle_period
-        self._priority = priority
+        self.priority = priority
         self._jobs = queue.SimpleQueue()
         self._nudged = False
         self._stopped = False
@@ -119,11 +116,11 @@ class Worker:
         self._jobs.put(job)
 
     def _loop(self):
-        if self._priority:
-            refused = real_time(self._priority)
+        if self.priority:
+            refused = real_time(self.priority)
             if refused is not None:
                 self._node.get_logger().warning(
-                    f'{self._thread.name} keeps normal scheduling: SCHED_FIFO priority {self._priority} refused '
+                    f'{self._thread.name} keeps normal scheduling: SCHED_FIFO priority {self.priority} refused '
                     f'({refused}); under CPU load its commands wait for the scheduler')
         timeout = None
         while not self._stopped:
@@ -194,7 +191,13 @@ def real_time_executor():
     time however loaded the machine (``spin.RealTimeExecutor``).  Its work stays bounded: streamed inputs
     reach it a few per handling at most (the IK node's ``target_mailbox``).
     """
-    return RealTimeExecutor(EXECUTOR_PRIORITY, MIDDLEWARE_PRIORITY)
+    return RealTimeExecutor(_worker_priority)
+
+
+def _worker_priority(node):
+    """Return the SCHED_FIFO priority of ``node``'s Worker (its ``worker`` attribute), 0 without one."""
+    worker = getattr(node, 'worker', None)
+    return worker.priority if isinstance(worker, Worker) else 0
 
 
 class Job:
@@ -235,7 +238,7 @@ class Watchdog:
 
     def __init__(self, woken, priority=0):
         self._woken = woken
-        self._priority = priority
+        self.priority = priority
         self._heap = []                # (deadline [s], sequence, job, late), earliest first
         self._sequence = itertools.count()
         self._condition = threading.Condition()
@@ -259,8 +262,8 @@ class Watchdog:
             self._condition.notify()
 
     def _loop(self):
-        if self._priority:
-            real_time(self._priority)
+        if self.priority:
+            real_time(self.priority)
         while True:
             with self._condition:
                 due = self._due()

@@ -12,7 +12,8 @@ import pytest
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
 from ik_solver.ros import ik_node, spin  # noqa: E402, I100
-from ik_solver.ros.worker import EXECUTOR_PRIORITY, MIDDLEWARE_PRIORITY, PRIORITY, real_time_executor  # noqa: E402
+from ik_solver.ros.parameters import PARAMETERS  # noqa: E402
+from ik_solver.ros.worker import PRIORITY, real_time_executor, Worker  # noqa: E402
 
 
 def _policy(tid):
@@ -66,38 +67,77 @@ def _spin_once_in_thread(node, executor):
     return seen
 
 
+def _node_with_worker(name, priority):
+    """Return a node whose Worker (``node.worker``, as the IK node's) asks for SCHED_FIFO at ``priority``."""
+    node = rclpy.create_node(name)
+    node.worker = Worker(node, priority=priority)
+    return node
+
+
+def _close(node):
+    node.worker.stop()
+    node.destroy_node()
+
+
+def _middleware_threads(threads):
+    """Return the threads of ``threads`` (tid -> policy) that the middleware started: named, not Python's."""
+    return [tid for tid in threads if spin._thread_name(tid) not in (None, spin._thread_name(os.getpid()))
+            and tid not in {t.native_id for t in threading.enumerate()}]
+
+
 def test_the_executor_thread_and_the_middlewares_run_under_sched_fifo_below_the_worker(context):
     if not _granted():
         pytest.skip('SCHED_FIFO is refused here (no CAP_SYS_NICE, no RLIMIT_RTPRIO)')
-    assert 0 < MIDDLEWARE_PRIORITY < EXECUTOR_PRIORITY < PRIORITY
-    node = rclpy.create_node('executor_priorities')
+    node = _node_with_worker('executor_priorities', PRIORITY)
     python_thread = threading.Thread(target=threading.Event().wait, args=(10.0,), daemon=True)
     python_thread.start()
     try:
         seen = _spin_once_in_thread(node, real_time_executor())
     finally:
-        node.destroy_node()
+        _close(node)
     threads = seen['threads']
-    assert threads[seen['executor']] == (os.SCHED_FIFO, EXECUTOR_PRIORITY)
+    assert threads[seen['executor']] == (os.SCHED_FIFO, PRIORITY - 1)
     assert threads[python_thread.native_id][0] == os.SCHED_OTHER   # a thread Python started keeps its own
     assert threads[threading.main_thread().native_id][0] == os.SCHED_OTHER
-    named = [tid for tid in threads if spin._thread_name(tid) not in (None, spin._thread_name(os.getpid()))
-             and tid not in {t.native_id for t in threading.enumerate()}]
+    named = _middleware_threads(threads)
     assert named, 'the middleware runs no thread of its own here'
-    assert {threads[tid] for tid in named} == {(os.SCHED_FIFO, MIDDLEWARE_PRIORITY)}
+    assert {threads[tid] for tid in named} == {(os.SCHED_FIFO, PRIORITY - 2)}
+
+
+def test_thread_priority_0_keeps_every_thread_under_normal_scheduling(context):
+    node = _node_with_worker('executor_normal', 0)
+    try:
+        seen = _spin_once_in_thread(node, real_time_executor())
+    finally:
+        _close(node)
+    threads = seen['threads']
+    assert threads[seen['executor']][0] == os.SCHED_OTHER
+    assert {threads[tid][0] for tid in _middleware_threads(threads)} <= {os.SCHED_OTHER}
+
+
+def test_the_ik_nodes_thread_priority_parameter_sets_its_workers_priority(context):
+    declared = {param.name: param for param in PARAMETERS}['thread_priority']
+    assert declared.default == PRIORITY and declared.read_only
+    node = ik_node.IKSolverNode(parameter_overrides=[rclpy.parameter.Parameter('thread_priority', value=0)])
+    try:
+        assert node.worker.priority == 0
+    finally:
+        node.destroy_node()
 
 
 def test_where_sched_fifo_is_refused_each_node_warns_and_the_executor_spins(context, monkeypatch):
     monkeypatch.setattr(spin, '_fifo', lambda tid, priority: '[Errno 1] Operation not permitted')
-    node = rclpy.create_node('executor_refused')
+    node = _node_with_worker('executor_refused', PRIORITY)
     warnings = []
     monkeypatch.setattr(node, 'get_logger', lambda: type('Logger', (), {'warning': warnings.append})())
     try:
         seen = _spin_once_in_thread(node, real_time_executor())
     finally:
-        node.destroy_node()
+        _close(node)
     assert seen['threads'][seen['executor']][0] == os.SCHED_OTHER
-    assert len(warnings) == 1 and 'keep normal scheduling' in warnings[0] and 'Operation not permitted' in warnings[0]
+    executor_warnings = [text for text in warnings if 'executor' in text]   # the worker's own warning aside
+    assert len(executor_warnings) == 1 and 'keep normal scheduling' in executor_warnings[0]
+    assert 'Operation not permitted' in executor_warnings[0]
 
 
 def test_the_ik_node_spins_on_the_real_time_executor(monkeypatch):
