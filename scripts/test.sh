@@ -10,10 +10,16 @@ bash "$HERE/setup.sh"
 # shellcheck disable=SC1091
 source "$HERE/env.sh"
 cd "$IK_ROOT"
+# Two pytest-xdist workers (test/conftest.py groups the tests): one runs the process layers (graph, e2e) in
+# order, the other the rest meanwhile.  IK_TEST_WORKERS=0 runs everything in one process.
+PARALLEL=()
+if [ "${IK_TEST_WORKERS:-2}" != 0 ] && python -c 'import xdist' 2>/dev/null; then
+  PARALLEL=(-n "${IK_TEST_WORKERS:-2}" --dist loadgroup)
+fi
 colcon --log-base "$IK_LOG" test --base-paths "$IK_ROOT" "$IK_ROOT/ik_solver_interfaces" "$IK_ROOT/ik_solver_demos" \
   --packages-skip ik_solver_demos --build-base "$IK_BUILD" --install-base "$IK_INSTALL" \
   --event-handlers console_direct+ summary+ --return-code-on-test-failure \
-  --pytest-args -ra "$@"
+  --pytest-args -ra "${PARALLEL[@]}" "$@"
 # colcon counts pytest's "no tests collected" (exit 5) as a pass: a selection that matches nothing must fail.
 RESULT="$(colcon test-result --test-result-base "$IK_BUILD" --verbose)" || { echo "$RESULT"; exit 1; }
 echo "$RESULT"

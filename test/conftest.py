@@ -124,14 +124,20 @@ def layer_of(path):
     return pathlib.Path(path).resolve().parent.name
 
 
+@pytest.hookimpl(tryfirst=True)   # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    """Rerun a failed process test once (pytest-rerunfailures).
+    """Group the tests for pytest-xdist, and rerun a failed process test once (pytest-rerunfailures).
 
-    The scheduler of a loaded CI host can stall a process past a timeout; a behaviour that is wrong fails
-    both runs and fails the suite.  Every rerun is listed in the summary (``R``), never hidden.
+    Groups (``--dist loadgroup``, as scripts/test.sh runs the suite): the process layers are one group, so
+    one worker runs them one after another, in their order, as without xdist: two of them at once would
+    compete for the cores their timing needs.  Every other module is a group of its own (its module
+    fixtures are set up once), run by the other worker meanwhile.
+
+    Reruns: the scheduler of a loaded CI host can stall a process past a timeout; a behaviour that is wrong
+    fails both runs and fails the suite.  Every rerun is listed in the summary (``R``), never hidden.
     """
-    if pytest_rerunfailures is None:
-        return
     for item in items:
-        if layer_of(item.path) in PROCESS_LAYERS:
+        process_test = layer_of(item.path) in PROCESS_LAYERS
+        item.add_marker(pytest.mark.xdist_group('processes' if process_test else str(item.path)))
+        if process_test and pytest_rerunfailures is not None:
             item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=1.0))

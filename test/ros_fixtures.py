@@ -24,8 +24,16 @@ FIRST_DOMAIN, DOMAIN_COUNT = 10, 50
 
 
 def suite_domain():
-    """Return the suite's one ROS domain: ``IK_SOLVER_TEST_DOMAIN`` if set, else one derived from the pid."""
-    return os.environ.get('IK_SOLVER_TEST_DOMAIN') or str(FIRST_DOMAIN + os.getpid() % DOMAIN_COUNT)
+    """Return this test process's ROS domain: ``IK_SOLVER_TEST_DOMAIN`` if set, else one derived from the pid.
+
+    Under pytest-xdist each worker takes its own: the set (or the run's) domain plus the worker's number, so
+    the in-process nodes of one worker never meet the node processes of another.
+    """
+    worker = os.environ.get('PYTEST_XDIST_WORKER', '')   # 'gw0', 'gw1', ...
+    if not worker:
+        return os.environ.get('IK_SOLVER_TEST_DOMAIN') or str(FIRST_DOMAIN + os.getpid() % DOMAIN_COUNT)
+    first = int(os.environ.get('IK_SOLVER_TEST_DOMAIN') or FIRST_DOMAIN + os.getppid() % DOMAIN_COUNT)
+    return str(FIRST_DOMAIN + (first - FIRST_DOMAIN + int(worker[2:])) % DOMAIN_COUNT)
 
 
 def isolate_ros_domain():
