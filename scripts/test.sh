@@ -10,8 +10,8 @@ bash "$HERE/setup.sh"
 # shellcheck disable=SC1091
 source "$HERE/env.sh"
 cd "$IK_ROOT"
-# Two pytest-xdist workers (test/conftest.py groups the tests): one runs the process layers (graph, e2e) in
-# order, the other the rest meanwhile.  IK_TEST_WORKERS=0 runs everything in one process.
+# Two pytest-xdist workers (test/conftest.py groups the tests): one runs the layers with ROS nodes (ros,
+# graph, e2e) in order, the other the layers without ROS meanwhile.  IK_TEST_WORKERS=0: one process.
 PARALLEL=()
 if [ "${IK_TEST_WORKERS:-2}" != 0 ] && python -c 'import xdist' 2>/dev/null; then
   PARALLEL=(-n "${IK_TEST_WORKERS:-2}" --dist loadgroup)

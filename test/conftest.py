@@ -117,6 +117,8 @@ def rng():
 
 #: Layers whose tests drive node processes over DDS, with timeouts, on a possibly loaded host.
 PROCESS_LAYERS = ('graph', 'e2e')
+#: Layers that run ROS nodes, in process or as processes, and time what they do.
+ROS_LAYERS = ('ros',) + PROCESS_LAYERS
 
 
 def layer_of(path):
@@ -128,16 +130,16 @@ def layer_of(path):
 def pytest_collection_modifyitems(config, items):
     """Group the tests for pytest-xdist, and rerun a failed process test once (pytest-rerunfailures).
 
-    Groups (``--dist loadgroup``, as scripts/test.sh runs the suite): the process layers are one group, so
-    one worker runs them one after another, in their order, as without xdist: two of them at once would
-    compete for the cores their timing needs.  Every other module is a group of its own (its module
-    fixtures are set up once), run by the other worker meanwhile.
+    Groups (``--dist loadgroup``, as scripts/test.sh runs the suite): the layers that run ROS nodes are one
+    group, so one worker runs them one after another, in their order, as without xdist: two of them at once
+    would compete for the cores their timing needs.  Every module of the layers without ROS (unit, package)
+    is a group of its own (its module fixtures are set up once), run by the other worker meanwhile.
 
     Reruns: the scheduler of a loaded CI host can stall a process past a timeout; a behaviour that is wrong
     fails both runs and fails the suite.  Every rerun is listed in the summary (``R``), never hidden.
     """
     for item in items:
-        process_test = layer_of(item.path) in PROCESS_LAYERS
-        item.add_marker(pytest.mark.xdist_group('processes' if process_test else str(item.path)))
-        if process_test and pytest_rerunfailures is not None:
+        layer = layer_of(item.path)
+        item.add_marker(pytest.mark.xdist_group('ros' if layer in ROS_LAYERS else str(item.path)))
+        if layer in PROCESS_LAYERS and pytest_rerunfailures is not None:
             item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=1.0))
