@@ -83,17 +83,30 @@ class LoopInputs:
 
     @staticmethod
     def _dispatch(entries):
-        """Run each subscription's callback on the messages in its queue (at most its depth: a flood refills it)."""
+        """Run each subscription's callback on the messages in its queue (``queued_messages``)."""
         for subscription, with_info in entries:
-            for _ in range(max(subscription.qos_profile.depth, 1)):
-                try:
-                    with subscription.handle:
-                        taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
-                except InvalidHandle:
-                    return
-                if taken is None:
-                    break
+            for taken in queued_messages(subscription):
                 if with_info:
                     subscription.callback(*taken)
                 else:
                     subscription.callback(taken[0])
+
+
+def queued_messages(subscription):
+    """Yield (message, MessageInfo) of the messages waiting in ``subscription``'s queue, oldest first.
+
+    Taken on the calling thread, not the executor's: at most the queue's depth (a flood refills it), none once
+    the subscription is destroyed.
+
+    Args:
+        subscription: an rclpy Subscription whose callback group keeps the executor from taking it meanwhile.
+    """
+    for _ in range(max(subscription.qos_profile.depth, 1)):
+        try:
+            with subscription.handle:
+                taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
+        except InvalidHandle:
+            return
+        if taken is None:
+            return
+        yield taken

@@ -18,11 +18,11 @@ import threading
 import time
 
 from geometry_msgs.msg import PoseStamped
-from rclpy.exceptions import InvalidHandle
 from rclpy.task import Future
 from rclpy.time import Time
 
 from .joint_states import received_monotonic
+from .loop_inputs import queued_messages
 
 
 @dataclass
@@ -122,18 +122,7 @@ def queued_targets(subscription):
         subscription: the rclpy Subscription of the targets (PoseStamped).
     """
     def take():
-        taken = []
-        for _ in range(max(subscription.qos_profile.depth, 1)):
-            try:
-                with subscription.handle:
-                    message = subscription.handle.take_message(subscription.msg_type, subscription.raw)
-            except InvalidHandle:   # the node is being destroyed
-                break
-            if message is None:
-                break
-            msg, info = message
-            taken.append(Pending(msg, received_monotonic(info)))
-        return taken
+        return [Pending(msg, received_monotonic(info)) for msg, info in queued_messages(subscription)]
     return take
 
 
