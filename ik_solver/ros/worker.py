@@ -238,7 +238,7 @@ class Watchdog:
 
     def __init__(self, woken, priority=0):
         self._woken = woken
-        self.priority = priority
+        self._priority = priority
         self._heap = []                # (deadline [s], sequence, job, late), earliest first
         self._sequence = itertools.count()
         self._condition = threading.Condition()
@@ -262,8 +262,8 @@ class Watchdog:
             self._condition.notify()
 
     def _loop(self):
-        if self.priority:
-            real_time(self.priority)
+        if self._priority:
+            real_time(self._priority)
         while True:
             with self._condition:
                 due = self._due()
