@@ -71,12 +71,14 @@ class ControllerError(ValueError):
 class ControllerInterface:
     """Sends trajectories to one joint_trajectory_controller and reads its reference; see the module docstring.
 
-    ``state_type``, ``action_type`` and ``action_client_class`` default to control_msgs' and rclpy's, and
-    ``monotonic_ns`` to ``time.monotonic_ns``; tests pass stand-ins (a simulated clock).
+    ``state_group``: the callback group of the ``controller_state`` subscription (default ``callback_group``;
+    the IK node's inputs thread takes it).  ``state_type``, ``action_type`` and ``action_client_class``
+    default to control_msgs' and rclpy's, and ``monotonic_ns`` to ``time.monotonic_ns``; tests pass stand-ins
+    (a simulated clock).
     """
 
     def __init__(self, node, joint_names, trajectory_topic, controller_name, command_interface='topic',
-                 on_event=None, callback_group=None, *, state_type=None, action_type=None,
+                 on_event=None, callback_group=None, *, state_group=None, state_type=None, action_type=None,
                  action_client_class=None, plausibility=None, monotonic_ns=None):
         if command_interface not in COMMAND_INTERFACES:
             raise ControllerError(f"command_interface must be one of {', '.join(COMMAND_INTERFACES)}, "
@@ -107,7 +109,7 @@ class ControllerInterface:
         self._subscription = None
         if self.state_available:
             self._subscription = node.create_subscription(state_type, self.state_topic, self._on_state, 10,
-                                                          callback_group=callback_group)
+                                                          callback_group=state_group or callback_group)
         self.command_interface = command_interface
         self._publisher = self._client = None
         if command_interface == 'topic':

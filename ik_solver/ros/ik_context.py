@@ -142,6 +142,7 @@ class ContextBuilder:
             node, model.chain.joint_names,
             values['trajectory_topic'] or f"{values['controller_name']}/joint_trajectory",
             values['controller_name'], values['command_interface'], self._on_controller_event,
+            state_group=node.inputs.group if hasattr(node, 'inputs') else None,   # the inputs thread takes it
             plausibility=StatePlausibility(PlausibilitySettings.from_limits(limits.limits,
                                                                             tolerance=REFERENCE_TOLERANCE)))
         history = CommandHistory()

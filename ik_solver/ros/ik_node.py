@@ -8,17 +8,18 @@ from the commander's start state and handed to the commander; its ``~/status`` (
 diagnostics) is published after the command went out.  Every target, request and path ends in exactly
 one ``~/status``.
 
-Concurrency: the node spins on a single-threaded executor (``main``); targets are kept in a one-slot mailbox
-(newest wins, the dropped ones counted as superseded; a faster stream pauses and the worker takes the newest
-itself), and solving and commanding (targets, ``~/solve``, ``~/plan_path``, MoveIt's ``compute_ik``, world
-updates) run one at a time on a Worker thread, so joint states, ``~/compute_fk`` and the parameter services
-answer during a solve.  Worker, executor and middleware threads run under SCHED_FIFO where granted.
+Concurrency: the streams (targets, joint states, the controller's state) are taken by an inputs thread
+(``loop_inputs.InputsThread``), never by the executor, whose Python per message would hold the interpreter
+lock the worker needs; targets are kept in a one-slot mailbox (newest wins, the dropped ones counted as
+superseded).  Solving and commanding (targets, ``~/solve``, ``~/plan_path``, MoveIt's ``compute_ik``, world
+updates) run one at a time on a Worker thread; the node spins a single-threaded executor (``main``) for the
+services, parameters and timers, so ``~/compute_fk`` and the parameter services answer during a solve.
+Worker, inputs, executor and middleware threads run under SCHED_FIFO where granted.
 """
 import time
 
 from geometry_msgs.msg import PoseStamped
 from ik_solver_interfaces.srv import ComputeFK, PlanPath, SolveIK
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
@@ -28,6 +29,7 @@ from . import graph_features
 from .ik_context import approximation_allowed, ContextBuilder
 from .ik_requests import IKRequests, mark_sent, SolveError
 from .joint_states import JointStateTracker, received_monotonic
+from .loop_inputs import InputsThread, LoopInputs
 from .messages import pose_to_matrix
 from .model_source import ModelSource
 from .outcome import describe, Outcome, OutcomeReporter
@@ -35,7 +37,7 @@ from .parameters import (check_all, check_workspace_change, checked_xacro_args, 
                          solver_options)
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
-from .target_mailbox import Pending, queued_targets, target_age, TargetMailbox, waiting_for
+from .target_mailbox import Pending, target_age, TargetMailbox, waiting_for
 from .worker import real_time_executor, Worker
 from .world_updates import WorldUpdates
 from ..core.warmup import warm_up_for
@@ -63,16 +65,17 @@ class IKSolverNode(Node):
         self._warm_up(p.values)  # compiled kernels before any service is offered: available means ready
         motion_guard.warm_up()  # and the motion kernels: the first move is sent as fast as the next
         self.reporter = OutcomeReporter(self, lambda outcome: describe(self._robot, outcome))
+        self.inputs = LoopInputs(self)   # the streams: taken by the inputs thread, not the executor
         self.joint_states = JointStateTracker(self, p['joint_states_topic'], p['joint_states_timeout'],
-                                              tolerance=p['state_tolerance'])
+                                              callback_group=self.inputs.group, tolerance=p['state_tolerance'])
         self.frames = TargetFrames(self)
         self.contexts = ContextBuilder(self, self._on_controller_event)
         self.requests = IKRequests(self)
         self.worker = Worker(self, idle=self._take_target, idle_period=WAIT_PERIOD, name='ik_solver_worker',
                              priority=p['thread_priority'])
-        sub = self.create_subscription(PoseStamped, '~/target_pose', self._on_target, TARGET_QOS,
-                                       callback_group=MutuallyExclusiveCallbackGroup())  # it pauses (target_mailbox)
-        self.mailbox = TargetMailbox(self.reporter, self.worker.wake_executor, self.worker.nudge, queued_targets(sub))
+        self.mailbox = TargetMailbox(self.reporter)
+        self.create_subscription(PoseStamped, '~/target_pose', self._on_target, TARGET_QOS,
+                                 callback_group=self.inputs.group)
         self.create_service(SolveIK, '~/solve', self._on_solve, callback_group=self.worker.callback_group)
         self.create_service(PlanPath, '~/plan_path', self._on_plan_path, callback_group=self.worker.callback_group)
         self.create_service(ComputeFK, '~/compute_fk', self.requests.compute_fk)
@@ -83,8 +86,13 @@ class IKSolverNode(Node):
                                         p['urdf_file'], self._xacro_args, p['robot_description_topic'],
                                         p['allow_topic_xacro'])
         self.graph_features = graph_features.attach(self)
+        self._inputs_thread = InputsThread(self.inputs, self.get_logger(), max(p['thread_priority'] - 1, 0),
+                                           name='ik_solver_inputs')
+        self._inputs_thread.start()
 
     def destroy_node(self):
+        if hasattr(self, '_inputs_thread'):
+            self._inputs_thread.stop()
         if hasattr(self, 'model_source'):  # absent when a signal ended the start-up
             self.model_source.close()
             self.worker.stop()
@@ -189,13 +197,10 @@ class IKSolverNode(Node):
 
     # -- targets ----------------------------------------------------------------------------------
 
-    async def _on_target(self, msg, info):
+    def _on_target(self, msg, info):
         """Hand a target to the worker: stored and signalled, nothing else (every check is the worker's)."""
-        # a target queued behind a busy executor ages from its reception
-        taken = self.mailbox.post(Pending(msg, received_monotonic(info)))
+        self.mailbox.post(Pending(msg, received_monotonic(info)))   # it ages from its reception
         self.worker.nudge()
-        if taken is not None:   # faster than the worker: it takes the targets itself until it has caught up
-            await taken
 
     def _take_target(self):
         """Handle the target in the mailbox (the worker's idle job); True if one waits for the model or state."""
@@ -207,7 +212,6 @@ class IKSolverNode(Node):
         except Exception as exc:  # a callback must never take the node down
             self.get_logger().error(f'target dropped: unexpected error: {exc!r}')
             outcome = Outcome('topic', 'invalid_input', f'unexpected error: {exc!r}')
-        self.mailbox.handled()
         if outcome is not None:  # reported after the command went out: status, markers and diagnostics
             outcome.latency = time.monotonic() - pending.arrival
             outcome.target_age = target_age(pending.msg, pending.arrival, self.get_clock())

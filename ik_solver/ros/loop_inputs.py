@@ -12,13 +12,20 @@ Each subscription wakes the loop at most once per cycle, and each time gives
 at most its queue's depth of messages: after it is taken, its queue (KEEP_LAST:
 the newest messages) waits for the next cycle, so a flood costs a bounded
 amount per cycle, not per message.
+
+A node without a fixed-rate loop (the IK node) gives its streams to an
+``InputsThread``: it takes each message as it arrives, on its own thread.
 """
+from contextlib import ExitStack
 import inspect
+import threading
 import time
 
 from rclpy.callback_groups import CallbackGroup
 from rclpy.exceptions import InvalidHandle
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+
+from .spin import real_time
 
 
 class LoopGroup(CallbackGroup):
@@ -61,23 +68,43 @@ class LoopInputs:
             self._pending = [entry for entry in self._pending if entry not in ready]
             self._dispatch(ready)
 
-    def _find(self):
-        if self._subscriptions is None:
-            subscriptions = [s for s in self._node.subscriptions if s.callback_group is self.group]
-            self._subscriptions = [(s, len(inspect.signature(s.callback).parameters) == 2) for s in subscriptions]
-            self._pending = list(self._subscriptions)
-            self._wait_set = _rclpy.WaitSet(len(subscriptions), 0, 0, 0, 0, 0, self._node.context.handle)
+    def serve(self, timeout):
+        """Wait up to ``timeout`` [s] for any of the group's subscriptions; run the callbacks of those ready.
+
+        The group's subscriptions are looked up on every call: one created or destroyed meanwhile (a new
+        controller's state) is served from the next call on.
+        """
+        self._find(again=True)
+        if not self._subscriptions:
+            time.sleep(timeout)
+            return
+        self._dispatch(self._wait(self._subscriptions, timeout))
+
+    def _find(self, again=False):
+        if self._subscriptions is not None and not again:
+            return
+        subscriptions = [s for s in self._node.subscriptions if s.callback_group is self.group]
+        if self._subscriptions is not None and [s for s, _ in self._subscriptions] == subscriptions:
+            return
+        self._subscriptions = [(s, len(inspect.signature(s.callback).parameters) == 2) for s in subscriptions]
+        self._pending = list(self._subscriptions)
+        self._wait_set = _rclpy.WaitSet(len(subscriptions), 0, 0, 0, 0, 0, self._node.context.handle)
 
     def _wait(self, entries, timeout):
+        """Return the entries whose subscription has a message within ``timeout`` [s].
+
+        The handles are held through the wait: a subscription destroyed meanwhile is released after it.
+        """
         wait_set = self._wait_set
         wait_set.clear_entities()
-        try:
-            for subscription, _ in entries:
-                with subscription.handle:
+        with ExitStack() as held:
+            try:
+                for subscription, _ in entries:
+                    held.enter_context(subscription.handle)
                     wait_set.add_subscription(subscription.handle)
-        except InvalidHandle:   # the node is being destroyed
-            return []
-        wait_set.wait(int(timeout * 1e9))
+            except InvalidHandle:   # destroyed: the next call looks the subscriptions up again
+                return []
+            wait_set.wait(int(timeout * 1e9))
         ready = set(wait_set.get_ready_entities('subscription'))
         return [entry for entry in entries if entry[0].handle.pointer in ready]
 
@@ -90,6 +117,44 @@ class LoopInputs:
                     subscription.callback(*taken)
                 else:
                     subscription.callback(taken[0])
+
+
+class InputsThread(threading.Thread):
+    """Runs the callbacks of a LoopInputs' subscriptions on a thread of its own, as their messages arrive.
+
+    For a node whose streams (joint states, targets, a controller's state, each at hundreds of Hz) would
+    otherwise wake its executor: each wake-up costs rclpy's executor most of a millisecond of Python
+    with the interpreter lock held, which the node's worker then waits for.  Here a message costs a
+    C-level wait and take and its callback.
+
+    Args:
+        inputs: the LoopInputs whose group the streams' subscriptions belong to.
+        logger: says once that the thread keeps normal scheduling, where SCHED_FIFO is refused.
+        priority: SCHED_FIFO priority to ask for (0: normal scheduling).
+        name: the thread's name.
+    """
+
+    #: Longest wait [s] before a subscription created meanwhile is served, or a stop is seen.
+    PERIOD = 0.05
+
+    def __init__(self, inputs, logger, priority=0, name='inputs'):
+        super().__init__(name=name, daemon=True)
+        self._inputs, self._logger, self._priority = inputs, logger, priority
+        self._running = True
+
+    def run(self):
+        refused = real_time(self._priority) if self._priority > 0 else None
+        if refused is not None:
+            self._logger.warning(f'{self.name} keeps normal scheduling: SCHED_FIFO priority {self._priority} '
+                                 f'refused ({refused}); under CPU load joint states and targets wait for the scheduler')
+        while self._running:
+            self._inputs.serve(self.PERIOD)
+
+    def stop(self, timeout=1.0):
+        """End the thread after the wait or callbacks under way (within ``timeout`` [s])."""
+        self._running = False
+        if self.is_alive():
+            self.join(timeout)
 
 
 def queued_messages(subscription):

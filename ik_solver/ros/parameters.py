@@ -215,7 +215,8 @@ PARAMETERS = (
     Param('max_path_time', 2.0, 'Wall-clock budget of one plan_path: its solves stop there (TIMEOUT, with the '
           'fraction achieved), so a path never holds the node for long [s]', 0.01, 60.0),
     Param('thread_priority', 30, 'SCHED_FIFO priority of the worker thread (solves and commands), below the servo '
-          "loop's 40; the executor thread gets one less, the middleware's threads two less.  0: normal scheduling.  "
+          "loop's 40; the inputs thread (targets, joint states) and the executor thread get one less, the "
+          "middleware's threads two less.  0: normal scheduling.  "
           'Needs the right to it (root, CAP_SYS_NICE or an rtprio limit); refused, the threads keep normal '
           'scheduling and a warning', 0, 99, read_only=True),
     Param('workspace.min', UNSET, 'Lower corner of the allowed target box in the base frame [m]; [0.0]: unbounded '

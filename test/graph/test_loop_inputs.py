@@ -8,7 +8,7 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
-from ik_solver.ros.loop_inputs import LoopInputs  # noqa: E402, I100, I202
+from ik_solver.ros.loop_inputs import InputsThread, LoopInputs  # noqa: E402, I100, I202
 from rclpy.qos import HistoryPolicy, QoSProfile  # noqa: E402
 from std_msgs.msg import Int32  # noqa: E402
 
@@ -129,3 +129,45 @@ def test_a_flood_costs_at_most_two_takes_per_cycle(node):
         sent = int(flooder.communicate(timeout=30)[0])   # closes its stdin: the flood ends
     assert sent > 20 * cycles, sent   # it was a flood: many more messages than cycles
     assert cycles <= taken <= 2 * cycles, taken   # each cycle: one at its start, at most one woken in between
+
+
+class Logger:
+    def __init__(self):
+        self.warnings = []
+
+    def warning(self, text):
+        self.warnings.append(text)
+
+
+def _wait_for(condition, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return condition()
+
+
+def test_an_inputs_thread_runs_callbacks_on_arrival_also_of_subscriptions_made_or_destroyed_later(node):
+    """The IK node's streams: each message on the thread's own, a new controller's state served, an old one let go."""
+    inputs = LoopInputs(node)
+    received, later = Received(), Received()
+    publisher = subscribe(node, inputs, 'numbers', 10, received)
+    thread = InputsThread(inputs, Logger())
+    thread.start()
+    try:
+        sent = time.monotonic()
+        publisher.publish(Int32(data=1))
+        assert _wait_for(lambda: received.items)
+        assert time.monotonic() - sent < InputsThread.PERIOD + 1.0
+        (value, ident), = received.items
+        assert value == 1 and ident == thread.ident
+        gone = node.create_subscription(Int32, 'gone', lambda msg: None, 10, callback_group=inputs.group)
+        second = subscribe(node, inputs, 'later', 10, later)   # made while the thread waits
+        node.destroy_subscription(gone)   # destroyed while it may be in the thread's wait
+        for i in range(3):
+            second.publish(Int32(data=i))
+            publisher.publish(Int32(data=10 + i))
+        assert _wait_for(lambda: len(later.items) == 3 and len(received.items) == 4)
+        assert [v for v, _ in later.items] == [0, 1, 2] and [v for v, _ in received.items] == [1, 10, 11, 12]
+    finally:
+        thread.stop()
+    assert not thread.is_alive()
