@@ -41,6 +41,7 @@ from rclpy.time import Time
 from trajectory_msgs.msg import JointTrajectory
 
 from .joint_states import StateError
+from .messages import serialized_trajectory, trajectory_message
 from .stamps import MonotonicStamps
 from ..motion.limits import MotionState
 from ..motion.plausibility import CLOCK_TOLERANCE, Reading, Verdict
@@ -180,6 +181,18 @@ class ControllerInterface:
             self._node.get_logger().warning(f'{self.state_topic}: {problem}; not used as the start of moves')
 
     # -- commands out --------------------------------------------------------------------------
+
+    def send_path(self, names, path, stamp):
+        """Send a TimedPath as the JointTrajectory ``trajectory_message(names, path, stamp)`` (see ``send``).
+
+        On a topic it is published as serialized bytes written from the path's arrays
+        (``serialized_trajectory``): no message object is built for the streamed hot path.
+        """
+        if self._publisher is None:
+            return self.send(trajectory_message(names, path, stamp))
+        self._publisher.publish(serialized_trajectory(names, path, stamp))
+        self._emit('sent', 0, f'{len(path.times)} points over {path.times[-1]:.3f} s on {self.command_target}')
+        return None
 
     def send(self, msg):
         """Send one JointTrajectory: publish it, or send it as a goal that preempts the previous one.

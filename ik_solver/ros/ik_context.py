@@ -15,7 +15,6 @@ import threading
 import numpy as np
 
 from .controller import ControllerInterface
-from .messages import trajectory_message
 from .parameters import is_set, load_limits, move_limits, package_file, solver_options, workspace_box
 from .stamps import MonotonicStamps
 from ..core import warmup
@@ -202,7 +201,7 @@ class ContextBuilder:
     def _transport(self, controller, names, path, t0):
         """Send ``path`` stamped with its start ``t0`` [s, monotonic]: the controller joins it in step."""
         stamp = self._stamps.stamp(t0)
-        return controller.send(trajectory_message(names, path, stamp))
+        return controller.send_path(names, path, stamp)
 
     def _collision_world(self, model, values, xacro_args):
         """Return the CollisionWorld of the collision parameters for ``model``, or None; ValueError refuses it."""

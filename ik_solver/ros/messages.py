@@ -1,5 +1,6 @@
 """Conversions between ROS messages and the numpy types of the core, with their checks."""
 from array import array
+import struct
 
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Pose
@@ -113,6 +114,51 @@ def _points(times, positions, velocities, accelerations):
         duration._check_fields, duration._sec, duration._nanosec = _CHECK_FIELDS, sec, nanosec
         points.append(point)
     return points
+
+
+def serialized_trajectory(names, path, stamp=None):
+    """Return the JointTrajectory of ``trajectory_message(names, path, stamp)`` as CDR bytes, for ``publish``.
+
+    rclpy converts a message into its C form field by field: for a streamed move of 70 points that and
+    building the message took 0.5 ms of the worker's time per target.  This writes the little-endian CDR
+    (XCDR1) that the middleware sends, from the path's arrays, in a tenth of it.  test/ros/test_messages.py
+    checks that rclpy deserializes it into the message ``trajectory_message`` builds.
+    """
+    n, k = len(names), len(path.times)
+    out = bytearray(struct.pack('<iI', *((stamp.sec, stamp.nanosec) if stamp is not None else (0, 0))))
+    _cdr_string(out, '')   # header.frame_id
+    _cdr_uint32(out, n)
+    for name in names:
+        _cdr_string(out, name)
+    _cdr_uint32(out, k)
+    velocities = np.array(path.velocities, float)
+    accelerations = np.array(path.accelerations, float)
+    velocities[-1] = accelerations[-1] = 0.0
+    rows = [np.ascontiguousarray(path.positions, float), velocities, accelerations]
+    seconds, nanoseconds = np.divmod(np.rint(np.asarray(path.times, float) * 1e9).astype(np.int64), 1_000_000_000)
+    for i, sec, nanosec in zip(range(k), seconds.tolist(), nanoseconds.tolist()):
+        for values in rows:
+            _cdr_uint32(out, n)
+            out += bytes(-len(out) % 8)
+            out += values[i].tobytes()
+        _cdr_uint32(out, 0)   # effort
+        out += struct.pack('<iI', sec, nanosec)   # time_from_start
+    return _CDR_LE + bytes(out)
+
+
+#: The encapsulation header of little-endian plain CDR; alignment counts from the end of it.
+_CDR_LE = b'\x00\x01\x00\x00'
+
+
+def _cdr_uint32(out, value):
+    out += bytes(-len(out) % 4)
+    out += struct.pack('<I', value)
+
+
+def _cdr_string(out, text):
+    data = text.encode() + b'\0'
+    _cdr_uint32(out, len(data))
+    out += data
 
 
 def final_joint_positions(msg, names):

@@ -10,11 +10,13 @@ Three layers:
 from dataclasses import dataclass, field
 import threading
 import time
+from types import SimpleNamespace
 
 from builtin_interfaces.msg import Duration, Time
 from ik_solver.ros import controller as controller_module
 from ik_solver.ros.controller import ControllerError, ControllerInterface, REJECTED_CODE
 from ik_solver.ros.joint_states import StateError
+from ik_solver.ros.messages import trajectory_message
 import numpy as np
 import pytest
 import rclpy
@@ -312,6 +314,24 @@ def test_topic_interface_publishes_and_reports_sent():
     assert events == [('sent', 0, '4 points over 1.500 s on jtc/joint_trajectory')]
 
 
+@pytest.mark.parametrize('command_interface', ['topic', 'action'])
+def test_a_path_is_sent_as_its_trajectory_message(command_interface):
+    """On a topic as serialized bytes, as a goal as the message: either way the trajectory_message of the path."""
+    from rclpy.serialization import deserialize_message
+    interface, node, events = make(command_interface)
+    path = SimpleNamespace(times=np.array([0.25, 1.5]), positions=np.array([[0.1] * 3, [0.2] * 3]),
+                           velocities=np.ones((2, 3)), accelerations=np.ones((2, 3)))
+    stamp = Time(sec=5, nanosec=6)
+    assert interface.send_path(NAMES, path, stamp) is None
+    if command_interface == 'topic':
+        (sent,) = node.publishers['jtc/joint_trajectory'].sent
+        sent = deserialize_message(sent, JointTrajectory)
+        assert events == [('sent', 0, '2 points over 1.500 s on jtc/joint_trajectory')]
+    else:
+        sent = interface._client.goals[0][0].trajectory
+    assert sent == trajectory_message(NAMES, path, stamp)
+
+
 def test_without_control_msgs_reference_is_none_and_action_is_refused(monkeypatch):
     monkeypatch.setattr(controller_module, 'JointTrajectoryControllerState', None)
     monkeypatch.setattr(controller_module, 'FollowJointTrajectory', None)
@@ -456,6 +476,12 @@ def test_topic_path_over_dds(ros_context):
     assert received and received[0].joint_names == NAMES
     assert [list(p.positions) for p in received[0].points] == [list(p.positions) for p in msg.points]
     assert events[0] == ('sent', 0, '3 points over 0.600 s on jtc/joint_trajectory')
+    path = SimpleNamespace(times=np.array([0.1, 0.7]), positions=np.array([[0.5, 0.6, 0.7], [0.8, 0.9, 1.0]]),
+                           velocities=np.full((2, 3), 0.25), accelerations=np.full((2, 3), -0.5))
+    received.clear()
+    interface.send_path(NAMES, path, Time(sec=3, nanosec=4))   # serialized bytes, read by a typed subscriber
+    assert wait_for(lambda: bool(received))
+    assert received == [trajectory_message(NAMES, path, Time(sec=3, nanosec=4))]
 
 
 # --- real control_msgs, where importable ------------------------------------------------------------------

@@ -1,11 +1,13 @@
-"""trajectory_message builds, point by point, what the generated message constructors build."""
+"""trajectory_message builds, point by point, what the generated message constructors build; its CDR bytes alike."""
 from array import array
+from types import SimpleNamespace
 
 from builtin_interfaces.msg import Duration, Time
 from ik_solver.motion.limits import JointLimits, MotionState
 from ik_solver.motion.timing import plan_move
-from ik_solver.ros.messages import trajectory_message
+from ik_solver.ros.messages import serialized_trajectory, trajectory_message
 import numpy as np
+import pytest
 from rclpy.serialization import deserialize_message, serialize_message
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -53,3 +55,18 @@ def test_points_do_not_share_storage(rng):
     msg.points[1].time_from_start.sec = 7
     assert msg.points[1].positions[0] != 99.0 and msg.points[0].time_from_start.sec == 0
     assert path.positions[0, 0] != 99.0
+
+
+@pytest.mark.parametrize('joints, stamped', [(1, False), (2, True), (6, False), (7, True)])
+def test_serialized_bytes_are_the_constructed_message_as_rclpy_reads_it(rng, joints, stamped):
+    """``serialized_trajectory`` writes CDR from arrays; rclpy reads back the message the constructors build."""
+    for points in (1, 2, 3, 70):
+        times = np.sort(rng.uniform(0.0, 3.0, points))
+        path = SimpleNamespace(times=times, positions=rng.normal(size=(points, joints)),
+                               velocities=rng.normal(size=(points, joints)),
+                               accelerations=rng.normal(size=(points, joints)))
+        names = [f'j{"x" * i}' for i in range(joints)]   # names of every length modulo 4: the padding
+        stamp = Time(sec=1_700_000_123, nanosec=987_654_321) if stamped else Time()
+        reference = _constructed(names, path, stamp)
+        data = serialized_trajectory(names, path, stamp if stamped else None)
+        assert deserialize_message(data, JointTrajectory) == reference
