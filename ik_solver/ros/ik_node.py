@@ -11,9 +11,10 @@ one ``~/status``.
 Concurrency: the streams (targets, joint states, the controller's state) are taken by an inputs thread
 (``loop_inputs.InputsThread``), never by the executor, whose Python per message would hold the interpreter
 lock the worker needs; targets are kept in a one-slot mailbox (newest wins, the dropped ones counted as
-superseded).  Solving and commanding (targets, ``~/solve``, ``~/plan_path``, MoveIt's ``compute_ik``, world
-updates) run one at a time on a Worker thread; the node spins a single-threaded executor (``main``) for the
-services, parameters and timers, so ``~/compute_fk`` and the parameter services answer during a solve.
+superseded), and while one is handled the next ones wait in the subscription's queue (the newest).
+Solving and commanding (targets, ``~/solve``, ``~/plan_path``, MoveIt's ``compute_ik``, world updates) run
+one at a time on a Worker thread; the node spins a single-threaded executor (``main``) for the services,
+parameters and timers, so ``~/compute_fk`` and the parameter services answer during a solve.
 Worker, inputs, executor and middleware threads run under SCHED_FIFO where granted.
 """
 import time
@@ -73,9 +74,10 @@ class IKSolverNode(Node):
         self.requests = IKRequests(self)
         self.worker = Worker(self, idle=self._take_target, idle_period=WAIT_PERIOD, name='ik_solver_worker',
                              priority=p['thread_priority'])
-        self.mailbox = TargetMailbox(self.reporter)
-        self.create_subscription(PoseStamped, '~/target_pose', self._on_target, TARGET_QOS,
-                                 callback_group=self.inputs.group)
+        self.mailbox = TargetMailbox(self.reporter, resume=self.inputs.wake)
+        targets = self.create_subscription(PoseStamped, '~/target_pose', self._on_target, TARGET_QOS,
+                                           callback_group=self.inputs.group)
+        self.inputs.hold_while(targets, lambda: self.mailbox.handling)   # a flood waits in the subscription
         self.create_service(SolveIK, '~/solve', self._on_solve, callback_group=self.worker.callback_group)
         self.create_service(PlanPath, '~/plan_path', self._on_plan_path, callback_group=self.worker.callback_group)
         self.create_service(ComputeFK, '~/compute_fk', self.requests.compute_fk)
@@ -212,6 +214,7 @@ class IKSolverNode(Node):
         except Exception as exc:  # a callback must never take the node down
             self.get_logger().error(f'target dropped: unexpected error: {exc!r}')
             outcome = Outcome('topic', 'invalid_input', f'unexpected error: {exc!r}')
+        self.mailbox.handled()
         if outcome is not None:  # reported after the command went out: status, markers and diagnostics
             outcome.latency = time.monotonic() - pending.arrival
             outcome.target_age = target_age(pending.msg, pending.arrival, self.get_clock())

@@ -50,6 +50,8 @@ class LoopInputs:
         self._subscriptions = None   # [(subscription, callback takes message info)], found at the first take
         self._pending = []           # those not yet taken in this cycle
         self._wait_set = None
+        self._holds = {}             # {subscription: predicate}: left in its queue while predicate() is True
+        self._guard = None           # wakes ``serve`` (``wake``)
 
     def new_cycle(self):
         """Take every waiting message now (a cycle is due) and let each subscription wake the loop again."""
@@ -72,13 +74,34 @@ class LoopInputs:
         """Wait up to ``timeout`` [s] for any of the group's subscriptions; run the callbacks of those ready.
 
         The group's subscriptions are looked up on every call: one created or destroyed meanwhile (a new
-        controller's state) is served from the next call on.
+        controller's state) is served from the next call on.  A held one (``hold_while``) is not waited on;
+        ``wake`` ends the wait early, to look again.
         """
         self._find(again=True)
-        if not self._subscriptions:
-            time.sleep(timeout)
-            return
-        self._dispatch(self._wait(self._subscriptions, timeout))
+        if self._guard is None:
+            self._guard = _rclpy.GuardCondition(self._node.context.handle)
+        entries = [entry for entry in self._subscriptions if not self._holds.get(entry[0], _never)()]
+        self._dispatch(self._wait(entries, timeout, self._guard))
+
+    def hold_while(self, subscription, predicate):
+        """Leave ``subscription``'s messages in its queue while ``predicate()`` is True (``serve`` only).
+
+        Its queue (KEEP_LAST) then keeps the newest: a flood costs a take per release, not per message.
+        Whoever makes the predicate False calls ``wake``.
+        """
+        self._holds[subscription] = predicate
+
+    def wake(self):
+        """End the wait of ``serve`` under way (or the next one at once): a hold may have ended."""
+        guard = self._guard
+        if guard is not None:
+            guard.trigger_guard_condition()
+
+    def close(self):
+        """Release the wake-up's guard condition (after the last ``serve``)."""
+        guard, self._guard = self._guard, None
+        if guard is not None:
+            guard.destroy_when_not_in_use()
 
     def _find(self, again=False):
         if self._subscriptions is not None and not again:
@@ -88,10 +111,10 @@ class LoopInputs:
             return
         self._subscriptions = [(s, len(inspect.signature(s.callback).parameters) == 2) for s in subscriptions]
         self._pending = list(self._subscriptions)
-        self._wait_set = _rclpy.WaitSet(len(subscriptions), 0, 0, 0, 0, 0, self._node.context.handle)
+        self._wait_set = _rclpy.WaitSet(len(subscriptions), 1, 0, 0, 0, 0, self._node.context.handle)
 
-    def _wait(self, entries, timeout):
-        """Return the entries whose subscription has a message within ``timeout`` [s].
+    def _wait(self, entries, timeout, guard=None):
+        """Return the entries whose subscription has a message within ``timeout`` [s] (or ``guard`` triggers).
 
         The handles are held through the wait: a subscription destroyed meanwhile is released after it.
         """
@@ -104,6 +127,8 @@ class LoopInputs:
                     wait_set.add_subscription(subscription.handle)
             except InvalidHandle:   # destroyed: the next call looks the subscriptions up again
                 return []
+            if guard is not None:
+                wait_set.add_guard_condition(guard)
             wait_set.wait(int(timeout * 1e9))
         ready = set(wait_set.get_ready_entities('subscription'))
         return [entry for entry in entries if entry[0].handle.pointer in ready]
@@ -149,12 +174,18 @@ class InputsThread(threading.Thread):
                                  f'refused ({refused}); under CPU load joint states and targets wait for the scheduler')
         while self._running:
             self._inputs.serve(self.PERIOD)
+        self._inputs.close()
 
     def stop(self, timeout=1.0):
         """End the thread after the wait or callbacks under way (within ``timeout`` [s])."""
         self._running = False
+        self._inputs.wake()
         if self.is_alive():
             self.join(timeout)
+
+
+def _never():
+    return False
 
 
 def queued_messages(subscription):

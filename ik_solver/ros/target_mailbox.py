@@ -4,6 +4,10 @@ A stream faster than the solver must not queue: acting on old targets makes the 
 client.  So one target waits at most; a newer one supersedes it (reported with the next status), and a
 target put back because it waits for the model or a first joint state never replaces one that arrived
 meanwhile.  The node's inputs thread posts, its worker takes.
+
+While the worker handles a target the inputs thread leaves the subscription alone (``handling``; its
+queue keeps the newest target), and ``handled`` lets it look again (``resume``): a flood then costs a
+take or two per handling, not per message.
 """
 from dataclasses import dataclass
 import threading
@@ -23,27 +27,40 @@ class Pending:
 
 
 class TargetMailbox:
-    """Holds one Pending target; ``superseded()`` of ``reporter`` (an OutcomeReporter) counts each one replaced."""
+    """Holds one Pending target; see the module docstring.
 
-    def __init__(self, reporter):
+    Args:
+        reporter: the node's OutcomeReporter; ``superseded()`` counts each target replaced.
+        resume: called when a handling ends: the inputs thread looks at the subscription again.
+    """
+
+    def __init__(self, reporter, resume=lambda: None):
         self._reporter = reporter
+        self._resume = resume
         self._pending = None
+        self.handling = False   # the worker handles a target it took
         self._lock = threading.Lock()
 
     def post(self, pending):
-        """Put a target in the mailbox; one already there is superseded (unless ``pending`` waited: it is older)."""
+        """Put a target in the mailbox: of it and one waiting there, the later received stays, the other is dropped."""
         with self._lock:
             if self._pending is not None:
                 self._reporter.superseded()
-                if pending.waited:
+                if pending.arrival < self._pending.arrival:
                     return
             self._pending = pending
 
     def take(self):
-        """Return the waiting target and empty the mailbox, or None."""
+        """Return the waiting target and empty the mailbox, or None; a target taken is being handled."""
         with self._lock:
             pending, self._pending = self._pending, None
+            self.handling = pending is not None
         return pending
+
+    def handled(self):
+        """End the handling of the target taken last: the inputs thread takes targets again."""
+        self.handling = False
+        self._resume()
 
 
 def target_age(msg, arrival, clock):

@@ -171,3 +171,34 @@ def test_an_inputs_thread_runs_callbacks_on_arrival_also_of_subscriptions_made_o
     finally:
         thread.stop()
     assert not thread.is_alive()
+
+
+def test_a_held_subscription_keeps_its_newest_message_until_released_and_woken(node):
+    """A flood while the IK worker handles a target: left in its queue, one take when the hold ends."""
+    inputs = LoopInputs(node)
+    received = Received()
+    holding = [True]
+    publisher = subscribe(node, inputs, 'held', 1, received)
+    inputs.hold_while(node_subscription(node, 'held'), lambda: holding[0])
+    thread = InputsThread(inputs, Logger())
+    thread.PERIOD = 10.0   # only a message or a wake-up ends a wait
+    thread.start()
+    try:
+        for i in range(20):
+            publisher.publish(Int32(data=i))
+        time.sleep(0.3)
+        assert received.items == []   # held: the queue keeps them (its depth: the newest)
+        holding[0] = False
+        released = time.monotonic()
+        inputs.wake()   # the thread was waiting on nothing else: woken, it looks again
+        assert _wait_for(lambda: received.items)
+        assert time.monotonic() - released < 5.0
+        assert [v for v, _ in received.items] == [19]
+    finally:
+        thread.stop()
+    assert not thread.is_alive()
+
+
+def node_subscription(node, topic):
+    (subscription,) = [s for s in node.subscriptions if s.topic_name == f'/{topic}']
+    return subscription

@@ -225,7 +225,7 @@ def test_a_move_held_up_past_its_lead_time_is_planned_again_or_refused(make_node
     context = node._robot
     _feed_joints(node, ik7.joint_names, HOME)
     published, calls = [], []
-    monkeypatch.setattr(context.controller, 'send', lambda msg: published.append(msg))
+    monkeypatch.setattr(context.controller, 'send_path', lambda names, path, stamp: published.append(path))
     check_path = context.guard.check_path
 
     def slow_check_path(start, path):
