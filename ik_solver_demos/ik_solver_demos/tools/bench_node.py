@@ -6,7 +6,8 @@ Each node runs as its own process and is reached over DDS, as in use:
 
 The node is ready when it answers: the time from its process start to its first successful ~/solve
 answer (the service is discovered as soon as the node creates it, which can be before the node spins).
-Its resident memory (VmRSS) is read then, and again after every phase.
+Its resident memory (VmRSS) is read then, and again after every phase.  With the simulated arm
+running and nothing else coming in, the node's CPU share is measured over ``IDLE_SECONDS``.
 
 ``--load N`` runs the same measurements with N busy-loop processes beside the nodes (a loaded
 machine).  Every phase prints its figure, or what failed; the run goes on to the next phase.
@@ -57,6 +58,8 @@ SERVED_WITHIN = 0.010
 CALL_TIMEOUT = 2.0
 #: A ~/solve answer is due within the node's solve timeout plus this margin [s].
 ANSWER_MARGIN = 0.050
+#: How long the idle node's CPU is measured [s].
+IDLE_SECONDS = 3.0
 #: SCHED_FIFO priority of the benchmark's own threads: below the IK node's (worker 30, executor 29).
 CLIENT_PRIORITY = 20
 
@@ -204,7 +207,7 @@ def bench_ik_node(chain, observer, rate, seconds):
         ready = wait_ready(chain, observer, node, started + 300.0) - started
         print(f'ik_solver_node ready (first ~/solve answered) {ready:.2f} s after start; resident memory then '
               f'{rss_mb(node.pid):.0f} MB; load average {os.getloadavg()[0]:.2f}')
-        phase('simulated arm', lambda: bench_with_arm(chain, observer, rate, seconds))
+        phase('simulated arm', lambda: bench_with_arm(chain, observer, rate, seconds, node.pid))
         phase('~/solve', lambda: report_calls('~/solve service round trip', service_round_trips(chain, observer, 300)))
         print(f'ik_solver_node resident memory after the phases: {rss_mb(node.pid):.0f} MB')
     finally:
@@ -233,8 +236,8 @@ def wait_ready(chain, observer, node, deadline):
     raise RuntimeError(f'ik_solver_node answered no ~/solve (log: {node.log_path})')
 
 
-def bench_with_arm(chain, observer, rate, seconds):
-    """Measure the stream and the flood with the simulated arm running, and its real-time factor and CPU."""
+def bench_with_arm(chain, observer, rate, seconds, node_pid):
+    """Measure the idle node's CPU, the stream and the flood with the simulated arm running, and the arm's CPU."""
     sim = start('sim.sim_arm_node', physics_rate=1000.0, publish_rate=200.0)
     factors = []
     observer.create_subscription(Float64, 'sim_arm/real_time_factor', lambda m: factors.append(m.data), 10)
@@ -244,6 +247,7 @@ def bench_with_arm(chain, observer, rate, seconds):
             if time.monotonic() > deadline:
                 raise RuntimeError(f'the simulated arm published no tip pose (log: {sim.log_path})')
             time.sleep(0.01)
+        phase('idle', lambda: report_idle(node_pid, IDLE_SECONDS))
         cpu0, wall0 = cpu_seconds(sim.pid), time.monotonic()
         phase('stream', lambda: report_stream(rate, seconds, stream_latencies(chain, observer, rate, seconds)))
         sim_cpu = (cpu_seconds(sim.pid) - cpu0) / (time.monotonic() - wall0)
@@ -253,6 +257,14 @@ def bench_with_arm(chain, observer, rate, seconds):
     if factors:
         print(f'sim_arm_node, 7-DoF, 1 kHz physics, during the stream: real-time factor '
               f'{np.mean(factors):.3f} (min {np.min(factors):.3f}), {100 * sim_cpu:.0f} % of one core')
+
+
+def report_idle(pid, seconds):
+    """Print the share of one core the node uses for ``seconds`` with only the arm's joint_states coming in."""
+    cpu0, wall0 = cpu_seconds(pid), time.monotonic()
+    time.sleep(seconds)
+    share = (cpu_seconds(pid) - cpu0) / (time.monotonic() - wall0)
+    print(f'ik_solver_node idle beside the simulated arm (joint_states at 200 Hz): {100 * share:.0f} % of one core')
 
 
 def report_stream(rate, seconds, measured):
