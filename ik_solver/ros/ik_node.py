@@ -11,7 +11,7 @@ one ``~/status``.
 Concurrency: the streams (targets, joint states, the controller's state) are taken by an inputs thread
 (``loop_inputs.InputsThread``), never by the executor, whose Python per message would hold the interpreter
 lock the worker needs; targets are kept in a one-slot mailbox (newest wins, the dropped ones counted as
-superseded), and while one is handled the next ones wait in the subscription's queue (the newest).
+superseded), and while one waits or is handled the next ones wait in the subscription's queue (the newest).
 Solving and commanding (targets, ``~/solve``, ``~/plan_path``, MoveIt's ``compute_ik``, world updates) run
 one at a time on a Worker thread; the node spins a single-threaded executor (``main``) for the services,
 parameters and timers, so ``~/compute_fk`` and the parameter services answer during a solve.
@@ -38,7 +38,7 @@ from .parameters import (check_all, check_workspace_change, checked_xacro_args, 
                          solver_options)
 from .spin import run_node
 from .target_frames import FrameError, TargetFrames
-from .target_mailbox import Pending, target_age, TargetMailbox, waiting_for
+from .target_mailbox import Pending, queued_targets, target_age, TargetMailbox, waiting_for
 from .worker import real_time_executor, Worker
 from .world_updates import WorldUpdates
 from ..core.warmup import warm_up_for
@@ -74,10 +74,10 @@ class IKSolverNode(Node):
         self.requests = IKRequests(self)
         self.worker = Worker(self, idle=self._take_target, idle_period=WAIT_PERIOD, name='ik_solver_worker',
                              priority=p['thread_priority'])
-        self.mailbox = TargetMailbox(self.reporter, resume=self.inputs.wake)
         targets = self.create_subscription(PoseStamped, '~/target_pose', self._on_target, TARGET_QOS,
                                            callback_group=self.inputs.group)
-        self.inputs.hold_while(targets, lambda: self.mailbox.handling)   # a flood waits in the subscription
+        self.mailbox = TargetMailbox(self.reporter, queued_targets(targets), resume=self.inputs.wake)
+        self.inputs.hold_while(targets, lambda: self.mailbox.held)   # a flood waits in the subscription
         self.create_service(SolveIK, '~/solve', self._on_solve, callback_group=self.worker.callback_group)
         self.create_service(PlanPath, '~/plan_path', self._on_plan_path, callback_group=self.worker.callback_group)
         self.create_service(ComputeFK, '~/compute_fk', self.requests.compute_fk)

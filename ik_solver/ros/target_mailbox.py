@@ -5,9 +5,11 @@ client.  So one target waits at most; a newer one supersedes it (reported with t
 target put back because it waits for the model or a first joint state never replaces one that arrived
 meanwhile.  The node's inputs thread posts, its worker takes.
 
-While the worker handles a target the inputs thread leaves the subscription alone (``handling``; its
-queue keeps the newest target), and ``handled`` lets it look again (``resume``): a flood then costs a
-take or two per handling, not per message.
+While a target waits in the mailbox or is being handled (``held``), the inputs thread leaves the
+subscription alone: its queue (the middleware's one slot) keeps the newest target, which the worker
+takes itself when it takes the mailbox's.  A flood then costs a take or two per handling, not one per
+message, and the worker still acts on the newest target.  When nothing is held any more the inputs
+thread is woken (``resume``) to take targets again.
 """
 from dataclasses import dataclass
 import threading
@@ -15,6 +17,9 @@ import time
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.time import Time
+
+from .joint_states import received_monotonic
+from .loop_inputs import queued_messages
 
 
 @dataclass
@@ -31,36 +36,70 @@ class TargetMailbox:
 
     Args:
         reporter: the node's OutcomeReporter; ``superseded()`` counts each target replaced.
-        resume: called when a handling ends: the inputs thread looks at the subscription again.
+        queued: returns the targets waiting in the subscription's queue, oldest first, taken on the calling
+            thread (``queued_targets``); called by the worker while the subscription is held.
+        resume: called when nothing is held any more: the inputs thread looks at the subscription again.
     """
 
-    def __init__(self, reporter, resume=lambda: None):
+    def __init__(self, reporter, queued=list, resume=lambda: None):
         self._reporter = reporter
+        self._queued = queued
         self._resume = resume
         self._pending = None
-        self.handling = False   # the worker handles a target it took
+        self._handling = False   # the worker handles a target it took
         self._lock = threading.Lock()
+
+    @property
+    def held(self):
+        """Whether the inputs thread leaves the subscription alone: a target waits here or is being handled."""
+        return self._handling or self._pending is not None
 
     def post(self, pending):
         """Put a target in the mailbox: of it and one waiting there, the later received stays, the other is dropped."""
         with self._lock:
-            if self._pending is not None:
-                self._reporter.superseded()
-                if pending.arrival < self._pending.arrival:
-                    return
-            self._pending = pending
+            self._put(pending)
 
     def take(self):
-        """Return the waiting target and empty the mailbox, or None; a target taken is being handled."""
+        """Return the newest waiting target (the subscription's queue included) and empty the mailbox, or None.
+
+        A target taken is being handled until ``handled``.
+        """
         with self._lock:
+            held = self.held
+            if held:
+                for pending in self._queued():
+                    self._put(pending)
             pending, self._pending = self._pending, None
-            self.handling = pending is not None
+            self._handling = pending is not None
+        if held and pending is None:
+            self._resume()
         return pending
 
     def handled(self):
-        """End the handling of the target taken last: the inputs thread takes targets again."""
-        self.handling = False
-        self._resume()
+        """End the handling of the target taken last."""
+        with self._lock:
+            self._handling = False
+            released = self._pending is None
+        if released:
+            self._resume()
+
+    def _put(self, pending):
+        if self._pending is not None:
+            self._reporter.superseded()
+            if pending.arrival < self._pending.arrival:
+                return
+        self._pending = pending
+
+
+def queued_targets(subscription):
+    """Return a function that takes the messages waiting in ``subscription``'s queue as Pending targets.
+
+    Args:
+        subscription: the rclpy Subscription of the targets (PoseStamped), held by the inputs thread.
+    """
+    def take():
+        return [Pending(msg, received_monotonic(info)) for msg, info in queued_messages(subscription)]
+    return take
 
 
 def target_age(msg, arrival, clock):

@@ -16,8 +16,9 @@ acted on, within ``SERVED_WITHIN`` (the delay from a target to the first command
 newer one), and how fast the node acted on the stream.  The echo node (an rclpy node that only
 answers each target) runs in the same run, as the floor of what rclpy and DDS cost.
 
-The flood part is an attack: two publisher processes send targets as fast as they can
-(about 10 kHz each where the machine allows) while the arm is driven; it reports how old the
+The flood part is an attack: two publisher processes send targets around HOME, where the arm is
+brought first, as fast as they can (10 kHz and more each where the machine allows) while the arm is
+driven; it reports how old the
 targets the node acted on were (SolveStatus.target_age, p50/p99), how many it superseded, and
 the ~/solve round trip during the flood (the node stays responsive).
 
@@ -297,7 +298,16 @@ def report_calls(what, calls):
 
 
 def flood(chain, observer, seconds, publishers=2):
-    """Flood the node from ``publishers`` processes; (target ages [ms], statuses, superseded, calls)."""
+    """Flood the node from ``publishers`` processes; (target ages [ms], statuses, superseded, calls).
+
+    The arm is first brought to HOME, around which the flood's targets lie: each run floods the same state.
+    From the circle of the stream, its targets would move joints further than ``jump_threshold`` and each
+    solve search its whole timeout for the closest solution until the arm got there.
+    """
+    sent = observer.send_target(chain.fk(HOME))
+    status = observer.wait_status(sent)
+    if status is not None:
+        observer.wait_executed(sent, status)
     floods = [NodeProcess('tools.bench_node', [], tempfile.NamedTemporaryFile(
         prefix='bench_flood_', suffix='.log', delete=False).name, args=['--flood', str(seconds)])
         for _ in range(publishers)]
