@@ -227,6 +227,9 @@ class IKSolverNode(Node):
         A malformed or expired target is answered before it could wait; one that waited is not expired by it.
         """
         if not pending.waited:
+            if pending.msg.header.stamp.sec < 0:
+                return Outcome('topic', 'invalid_input', f'header.stamp.sec is {pending.msg.header.stamp.sec}: '
+                                                         'a stamp before 1970 is no instant')
             try:
                 pose_to_matrix(pending.msg.pose)
             except ValueError as exc:

@@ -140,6 +140,10 @@ class JointStateTracker:
         into the monotonic clock through one fixed offset (``stamps.MonotonicStamps``): readings queued behind
         a busy executor keep their own instants, and successive readings keep their order.
         """
+        if msg.header.stamp.sec < 0:
+            self._logger.warning(f'joint_states refused: header.stamp.sec is {msg.header.stamp.sec}, a stamp '
+                                 'before 1970 is no instant', throttle_duration_sec=2.0)
+            return
         now = time.monotonic()
         arrival = now if arrival is None else arrival
         stamp = Time.from_msg(msg.header.stamp).nanoseconds

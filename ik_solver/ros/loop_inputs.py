@@ -52,6 +52,7 @@ class LoopInputs:
         self._wait_set = None
         self._holds = {}             # {subscription: predicate}: left in its queue while predicate() is True
         self._guard = None           # wakes ``serve`` (``wake``)
+        self._guard_lock = threading.Lock()   # ``wake`` (any thread) never triggers a guard ``close`` released
 
     def new_cycle(self):
         """Take every waiting message now (a cycle is due) and let each subscription wake the loop again."""
@@ -78,8 +79,9 @@ class LoopInputs:
         ``wake`` ends the wait early, to look again.
         """
         self._find(again=True)
-        if self._guard is None:
-            self._guard = _rclpy.GuardCondition(self._node.context.handle)
+        with self._guard_lock:
+            if self._guard is None:
+                self._guard = _rclpy.GuardCondition(self._node.context.handle)
         entries = [entry for entry in self._subscriptions if not self._holds.get(entry[0], _never)()]
         self._dispatch(self._wait(entries, timeout, self._guard))
 
@@ -93,13 +95,14 @@ class LoopInputs:
 
     def wake(self):
         """End the wait of ``serve`` under way (or the next one at once): a hold may have ended."""
-        guard = self._guard
-        if guard is not None:
-            guard.trigger_guard_condition()
+        with self._guard_lock:
+            if self._guard is not None:
+                self._guard.trigger_guard_condition()
 
     def close(self):
         """Release the wake-up's guard condition (after the last ``serve``)."""
-        guard, self._guard = self._guard, None
+        with self._guard_lock:
+            guard, self._guard = self._guard, None
         if guard is not None:
             guard.destroy_when_not_in_use()
 
@@ -133,15 +136,19 @@ class LoopInputs:
         ready = set(wait_set.get_ready_entities('subscription'))
         return [entry for entry in entries if entry[0].handle.pointer in ready]
 
-    @staticmethod
-    def _dispatch(entries):
-        """Run each subscription's callback on the messages in its queue (``queued_messages``)."""
+    def _dispatch(self, entries):
+        """Run each subscription's callback on the messages in its queue (``queued_messages``).
+
+        A callback that raises is logged, and the other messages and subscriptions are still served: one
+        malformed message must not end the thread that takes a node's streams.
+        """
         for subscription, with_info in entries:
             for taken in queued_messages(subscription):
-                if with_info:
-                    subscription.callback(*taken)
-                else:
-                    subscription.callback(taken[0])
+                try:
+                    subscription.callback(*(taken if with_info else taken[:1]))
+                except Exception as exc:   # the thread outlives any message
+                    self._node.get_logger().error(f'{subscription.topic_name}: message dropped: {exc!r}',
+                                                  throttle_duration_sec=5.0)
 
 
 class InputsThread(threading.Thread):

@@ -134,7 +134,7 @@ def serialized_trajectory(names, path, stamp=None):
     _cdr_uint32(head, k)
     starts, end = _point_starts(len(head), n, k)
     body = np.zeros(end + (-end % 8), np.uint8)   # whole doubles: viewed as float64
-    words, doubles = body.view(np.uint32), body.view(np.float64)
+    words, doubles = body.view('<u4'), body.view('<f8')   # little-endian, as the CDR header says
     counts, values, times = _offsets(starts, n)
     words[counts // 4] = n
     velocities = np.array(path.velocities, float)
@@ -143,7 +143,7 @@ def serialized_trajectory(names, path, stamp=None):
     rows = np.stack([np.asarray(path.positions, float), velocities, accelerations], axis=1)   # (k, 3, n)
     doubles[(values // 8)[:, None] + np.arange(n)] = rows.reshape(3 * k, n)
     seconds, nanoseconds = np.divmod(np.rint(np.asarray(path.times, float) * 1e9).astype(np.int64), 1_000_000_000)
-    words[times // 4] = seconds.astype(np.int32).view(np.uint32)
+    words[times // 4] = seconds.astype('<i4').view('<u4')
     words[times // 4 + 1] = nanoseconds.astype(np.uint32)
     return _CDR_LE + bytes(head) + body[len(head):end].tobytes()
 

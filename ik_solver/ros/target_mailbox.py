@@ -16,7 +16,6 @@ import threading
 import time
 
 from geometry_msgs.msg import PoseStamped
-from rclpy.time import Time
 
 from .joint_states import received_monotonic
 from .loop_inputs import queued_messages
@@ -103,17 +102,17 @@ def queued_targets(subscription):
 
 
 def target_age(msg, arrival, clock):
-    """Return the seconds since the target's stamp on ``clock`` (rclpy Clock); a zero stamp counts from ``arrival``.
+    """Return the seconds since the target's stamp on ``clock`` (rclpy Clock); an unset stamp counts from ``arrival``.
 
     Args:
         msg: the PoseStamped target.
         arrival: monotonic instant it was received [s].
         clock: the node's clock, the one header stamps are on.
     """
-    stamp = Time.from_msg(msg.header.stamp)
-    if stamp.nanoseconds == 0:
+    stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+    if stamp <= 0:   # zero: unstamped; negative (refused as malformed): no instant to count from
         return time.monotonic() - arrival
-    return max(0.0, (clock.now() - stamp).nanoseconds * 1e-9)
+    return max(0.0, (clock.now().nanoseconds - stamp) * 1e-9)
 
 
 def waiting_for(context, joint_states):

@@ -144,11 +144,15 @@ class Worker:
             timeout = self._idle_period if again else None
 
     def _run_idle(self):
-        """Run ``idle()`` and count its time against the duty window."""
+        """Run ``idle()`` and count its time against the duty window; an exception is logged, the thread goes on."""
         if self._idle is None:
             return False
         start = time.monotonic()
-        again = self._idle()
+        try:
+            again = self._idle()
+        except Exception as exc:  # the thread outlives a failed handling, as a failed job
+            self._node.get_logger().error(f'{getattr(self._idle, "__name__", self._idle)} failed: {exc!r}')
+            again = False
         self._duty.record(start, time.monotonic())
         return again
 

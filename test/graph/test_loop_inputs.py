@@ -202,3 +202,26 @@ def test_a_held_subscription_keeps_its_newest_message_until_released_and_woken(n
 def node_subscription(node, topic):
     (subscription,) = [s for s in node.subscriptions if s.topic_name == f'/{topic}']
     return subscription
+
+
+def test_a_callback_that_raises_is_logged_and_the_inputs_thread_serves_on(node):
+    """One malformed message (a stamp before 1970 made a callback raise) must not end the node's streams."""
+    inputs = LoopInputs(node)
+    received = Received()
+
+    def fragile(msg):
+        if msg.data < 0:
+            raise ValueError('Seconds value must not be negative')
+        received(msg)
+    publisher = subscribe(node, inputs, 'fragile', 10, fragile)
+    thread = InputsThread(inputs, Logger())
+    thread.start()
+    try:
+        publisher.publish(Int32(data=-1))
+        publisher.publish(Int32(data=2))
+        assert _wait_for(lambda: received.items)
+        publisher.publish(Int32(data=3))
+        assert _wait_for(lambda: len(received.items) == 2)
+        assert [v for v, _ in received.items] == [2, 3] and thread.is_alive()
+    finally:
+        thread.stop()

@@ -216,6 +216,16 @@ def test_future_stamped_readings_are_refused(node):
     assert error.value.reason == 'inconsistent_state'
 
 
+def test_a_reading_stamped_before_1970_is_refused_and_the_believed_state_stays(node):
+    """Time.from_msg raises on a negative stamp: on the inputs thread that ended the thread that takes the streams."""
+    tracker = _tracker(node)
+    _settle(tracker, node, NAMES, HOME)
+    msg = joint_state(NAMES, HOME + 0.3)
+    msg.header.stamp.sec, msg.header.stamp.nanosec = -1, 500
+    tracker.on_message(msg)
+    np.testing.assert_array_equal(_state(tracker).position, HOME)
+
+
 def test_a_model_loaded_while_readings_flow_believes_them_at_once(node):
     tracker = JointStateTracker(node)
     _settle(tracker, node, NAMES, HOME)
