@@ -37,7 +37,7 @@ class Outcomes:
             self.items.append(outcome)
             self._condition.notify_all()
 
-    def next(self, after, timeout=10.0):
+    def wait(self, after, timeout=10.0):
         """Return the first outcome after the first ``after`` ones, or None within ``timeout`` [s]."""
         with self._condition:
             self._condition.wait_for(lambda: len(self.items) > after, timeout)
@@ -65,10 +65,10 @@ def _publisher(node, msg_type, topic):
 def test_a_target_stamped_before_1970_is_invalid_and_the_worker_acts_on_the_next(node):
     outcomes = Outcomes(node)
     node._on_target(_target(sec=-1), None)
-    first = outcomes.next(0)
+    first = outcomes.wait(0)
     assert first is not None and first.reason == 'invalid_input' and 'before 1970' in first.message
     node._on_target(_target(x=math.nan), None)   # the worker is still there to refuse it
-    second = outcomes.next(1)
+    second = outcomes.wait(1)
     assert second is not None and second.reason == 'invalid_input' and 'NaN' in second.message
 
 
@@ -83,5 +83,5 @@ def test_a_joint_state_stamped_before_1970_leaves_the_inputs_thread_taking_targe
     deadline = time.monotonic() + 10.0
     while not outcomes.items and time.monotonic() < deadline:   # best effort: the first may be lost
         targets.publish(_target(x=math.nan))
-        outcomes.next(0, timeout=0.2)
+        outcomes.wait(0, timeout=0.2)
     assert outcomes.items and outcomes.items[0].reason == 'invalid_input'
