@@ -37,6 +37,7 @@ from .outcome import describe, Outcome, OutcomeReporter
 from .parameters import (check_all, check_workspace_change, checked_xacro_args, PARAMETERS, ParameterSet,
                          solver_options)
 from .spin import run_node
+from .stamps import before_epoch
 from .target_frames import FrameError, TargetFrames
 from .target_mailbox import Pending, queued_targets, target_age, TargetMailbox, waiting_for
 from .worker import real_time_executor, Worker
@@ -227,9 +228,9 @@ class IKSolverNode(Node):
         A malformed or expired target is answered before it could wait; one that waited is not expired by it.
         """
         if not pending.waited:
-            if pending.msg.header.stamp.sec < 0:
-                return Outcome('topic', 'invalid_input', f'header.stamp.sec is {pending.msg.header.stamp.sec}: '
-                                                         'a stamp before 1970 is no instant')
+            problem = before_epoch(pending.msg.header.stamp)
+            if problem is not None:
+                return Outcome('topic', 'invalid_input', problem)
             try:
                 pose_to_matrix(pending.msg.pose)
             except ValueError as exc:

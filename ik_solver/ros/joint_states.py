@@ -22,7 +22,7 @@ import numpy as np
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 
-from .stamps import MonotonicStamps
+from .stamps import before_epoch, MonotonicStamps
 from ..motion.plausibility import PlausibilitySettings, Reading, StatePlausibility, Verdict
 from ..motion.start_state import StateError
 
@@ -140,9 +140,9 @@ class JointStateTracker:
         into the monotonic clock through one fixed offset (``stamps.MonotonicStamps``): readings queued behind
         a busy executor keep their own instants, and successive readings keep their order.
         """
-        if msg.header.stamp.sec < 0:
-            self._logger.warning(f'joint_states refused: header.stamp.sec is {msg.header.stamp.sec}, a stamp '
-                                 'before 1970 is no instant', throttle_duration_sec=2.0)
+        problem = before_epoch(msg.header.stamp)
+        if problem is not None:
+            self._logger.warning(f'joint_states refused: {problem}', throttle_duration_sec=2.0)
             return
         now = time.monotonic()
         arrival = now if arrival is None else arrival

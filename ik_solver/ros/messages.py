@@ -84,11 +84,21 @@ def trajectory_message(names, path, stamp=None):
     if stamp is not None:
         msg.header.stamp = stamp
     msg.joint_names = list(names)
+    msg.points = _points(path.times, *_rows_at_rest(path))
+    return msg
+
+
+def _rows_at_rest(path):
+    """Return the path's positions, velocities and accelerations ((K, n) float arrays), its last point at rest."""
     velocities = np.array(path.velocities, float)
     accelerations = np.array(path.accelerations, float)
     velocities[-1] = accelerations[-1] = 0.0
-    msg.points = _points(path.times, path.positions, velocities, accelerations)
-    return msg
+    return np.asarray(path.positions, float), velocities, accelerations
+
+
+def _whole_seconds(times):
+    """Return (K,) times [s] as whole seconds and nanoseconds (int64 arrays), as a Duration carries them."""
+    return np.divmod(np.rint(np.asarray(times, float) * 1e9).astype(np.int64), 1_000_000_000)
 
 
 def _points(times, positions, velocities, accelerations):
@@ -103,7 +113,7 @@ def _points(times, positions, velocities, accelerations):
     n = np.shape(positions)[1]
     flat = [array('d', np.ascontiguousarray(values, float).tobytes())
             for values in (positions, velocities, accelerations)]
-    seconds, nanoseconds = np.divmod(np.rint(np.asarray(times, float) * 1e9).astype(np.int64), 1_000_000_000)
+    seconds, nanoseconds = _whole_seconds(times)
     points = []
     for i, sec, nanosec in zip(range(0, len(flat[0]), n), seconds.tolist(), nanoseconds.tolist()):
         point = _new(JointTrajectoryPoint)
@@ -137,12 +147,9 @@ def serialized_trajectory(names, path, stamp=None):
     words, doubles = body.view('<u4'), body.view('<f8')   # little-endian, as the CDR header says
     counts, values, times = _offsets(starts, n)
     words[counts // 4] = n
-    velocities = np.array(path.velocities, float)
-    accelerations = np.array(path.accelerations, float)
-    velocities[-1] = accelerations[-1] = 0.0
-    rows = np.stack([np.asarray(path.positions, float), velocities, accelerations], axis=1)   # (k, 3, n)
+    rows = np.stack(_rows_at_rest(path), axis=1)   # (k, 3, n)
     doubles[(values // 8)[:, None] + np.arange(n)] = rows.reshape(3 * k, n)
-    seconds, nanoseconds = np.divmod(np.rint(np.asarray(path.times, float) * 1e9).astype(np.int64), 1_000_000_000)
+    seconds, nanoseconds = _whole_seconds(path.times)
     words[times // 4] = seconds.astype('<i4').view('<u4')
     words[times // 4 + 1] = nanoseconds.astype(np.uint32)
     return _CDR_LE + bytes(head) + body[len(head):end].tobytes()

@@ -56,3 +56,14 @@ class MonotonicStamps:
         ros = self._clock.now().nanoseconds
         after = self._monotonic_ns()
         return after - before, ros - (before + after) // 2
+
+
+def before_epoch(stamp):
+    """Return why a header stamp (builtin_interfaces/Time) is no instant, or None.
+
+    ``Time.from_msg`` raises on a negative stamp: a message carrying one is refused as malformed, with this
+    reason, before any conversion.
+    """
+    if stamp.sec < 0:
+        return f'header.stamp.sec is {stamp.sec}: a stamp before 1970 is no instant'
+    return None
