@@ -62,7 +62,7 @@ def node_range(name):
     return (r.low, r.high) if r.node_low is None else (r.node_low, r.node_high)
 
 
-def _number(name, value):
+def check_number(name, value):
     """Check one option's type and range (``OPTION_RANGES``); ValueError with the option's name otherwise."""
     low, high, open_low, integer = OPTION_RANGES[name][:4]
     kinds = numbers.Integral if integer else numbers.Real
@@ -115,7 +115,7 @@ class SolverOptions:
             raise ValueError(f'method must be a string, got {type(self.method).__name__}')
         method_id(self.method)
         for name in OPTION_RANGES:
-            _number(name, getattr(self, name))
+            check_number(name, getattr(self, name))
         for name in ('position_only', 'orientation_only'):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f'{name} must be True or False, got {getattr(self, name)!r}')

@@ -1,12 +1,12 @@
 """A plan: solver options turned, once per option set, into the kernels' named data (``kernel_data``)."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from . import kinematics as kin
 from .kernel_data import GoalData, kernel_variant, Model, pack, Params, StepGains, Task
 from .methods import method_id
-from .options import MODE_MANIPULABILITY, MODES, SolverOptions
+from .options import check_number, MODE_MANIPULABILITY, MODES, SolverOptions
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,20 @@ def make_plan(chain, model, reach, opts, collision_yield=False):
                     int(opts.random_seed), method_id(opts.method), int(collision_yield), int(plain))
     goal_driven = elbow >= 0 or mode == MODE_MANIPULABILITY or np.any(goal_weights > 0)
     return Plan(opts, model, params, (model, params), pack(model, params), kernel_variant(params.method, goal_driven))
+
+
+def retimed(plan, timeout):
+    """Return ``plan`` with another timeout [s], checked as an option, without planning again.
+
+    A service call's timeout is what is left of its budget, different on every call: a plan per call
+    would validate and pack every option again for one number.
+    """
+    if timeout == plan.options.timeout:
+        return plan
+    check_number('timeout', timeout)
+    params = plan.params._replace(timeout=float(timeout))
+    return Plan(replace(plan.options, timeout=timeout), plan.model, params, (plan.model, params),
+                pack(plan.model, params), plan.variant)
 
 
 def _reach_limit(reach, w, bounds, opts):

@@ -31,7 +31,7 @@ from .kernel_data import kernel_variant, REPORT  # noqa: F401  (kernel_variant: 
 from .methods import METHOD_NAMES
 from .nullspace import NullspaceGoals
 from .options import _OPTION_NAMES, SolverOptions
-from .plan import chain_model, chain_reach, make_plan
+from .plan import chain_model, chain_reach, make_plan, retimed
 from .reasons import Reason
 from .results import BatchResult, IKResult, POLE_SIDE_UNREACHABLE, REASON_OK, REASONS
 from .search import (CANDIDATE, conclude, new_search, offer, POSE_INVALID, R_SUCCESS, R_UNREACHABLE, rank, search,
@@ -157,20 +157,22 @@ class IKSolver:
         return replace(options, **overrides)
 
     def _plan_for(self, overrides):
+        """Return the plan of the solver's options with ``overrides``; cached, the timeout apart (``retimed``)."""
+        overrides = dict(overrides)
+        timeout = overrides.pop('timeout', None)
         try:
             key = tuple(overrides.items())   # keyword order matters for the key only, not the plan
             plan = self._plans.get(key)
         except TypeError:   # an unhashable value (a NullspaceGoals, a list): no caching
             key, plan = None, None
         if plan is None:
-            overrides = dict(overrides)
             collision_yield = overrides.pop('_yield', False)
             plan = self._prepare(self._replace(self.options, overrides), collision_yield)
             if key is not None:
                 if len(self._plans) >= PLAN_CACHE_SIZE:
                     self._plans.pop(next(iter(self._plans)))
                 self._plans[key] = plan
-        return plan
+        return plan if timeout is None else retimed(plan, timeout)
 
     def _prepare(self, opts, collision_yield=False):
         """Validate options and turn them into a plan (``plan.make_plan``)."""
