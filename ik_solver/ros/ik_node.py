@@ -27,6 +27,7 @@ from rclpy.time import Time
 from visualization_msgs.msg import MarkerArray
 
 from . import graph_features
+from .cpu_latency import hold_cpu_latency
 from .ik_context import approximation_allowed, ContextBuilder
 from .ik_requests import IKRequests, mark_sent, SolveError
 from .joint_states import JointStateTracker, received_monotonic
@@ -64,6 +65,7 @@ class IKSolverNode(Node):
         self._robot = None
         self.params = ParameterSet(self, PARAMETERS, validate=self._validate, on_change=self._on_parameters)
         p = self.params
+        self._cpu_latency = hold_cpu_latency(p['cpu_wake_latency'], self.get_logger())
         self._warm_up(p.values)  # compiled kernels before any service is offered: available means ready
         motion_guard.warm_up()  # and the motion kernels: the first move is sent as fast as the next
         self.reporter = OutcomeReporter(self, lambda outcome: describe(self._robot, outcome))
@@ -96,6 +98,8 @@ class IKSolverNode(Node):
     def destroy_node(self):
         if hasattr(self, '_inputs_thread'):
             self._inputs_thread.stop()
+        if hasattr(self, '_cpu_latency'):
+            self._cpu_latency.release()
         if hasattr(self, 'model_source'):  # absent when a signal ended the start-up
             self.model_source.close()
             self.worker.stop()

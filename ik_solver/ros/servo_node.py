@@ -57,6 +57,7 @@ from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import MarkerArray
 
+from .cpu_latency import hold_cpu_latency
 from .diagnostics import DiagnosticsPublisher
 from .joint_states import JointStateTracker, StateError
 from .loop_inputs import LoopInputs
@@ -126,6 +127,7 @@ class ServoNode(Node):
         self._command_msg = Float64MultiArray()   # reused: one message built per cycle costs more than the data
         self.params = ParameterSet(self, SERVO_PARAMETERS, validate=self._validate, on_change=self._on_parameters)
         p = self.params
+        self._cpu_latency = hold_cpu_latency(p['cpu_wake_latency'], self.get_logger())
         threaded = p['loop'] == 'thread'
         self._inputs = LoopInputs(self) if threaded else None
         inputs = self._inputs.group if threaded else MutuallyExclusiveCallbackGroup()
@@ -501,6 +503,8 @@ class ServoNode(Node):
             self._loop.stop(timeout=1.0)
         if hasattr(self, 'model_source'):
             self.model_source.close()
+        if hasattr(self, '_cpu_latency'):
+            self._cpu_latency.release()
         return super().destroy_node()
 
 

@@ -39,7 +39,7 @@ from ik_solver.core.chain import load_chain
 from ik_solver.core.transforms import make_pose
 from ik_solver.ros.ik_node import TARGET_QOS
 from ik_solver.ros.messages import final_joint_positions, matrix_to_pose
-from ik_solver.ros.parameters import PARAMETERS
+from ik_solver.ros.parameters import BY_NAME
 from ik_solver.ros.spin import real_time_threads
 from ik_solver_interfaces.srv import SolveIK
 import numpy as np
@@ -72,7 +72,7 @@ def solve_timeout():
     """
     with open(arm_files('ik7')[1]) as f:
         configured = next(v['ros__parameters'] for k, v in yaml.safe_load(f).items() if k.endswith('ik_solver'))
-    return float(configured.get('timeout', next(p.default for p in PARAMETERS if p.name == 'timeout')))
+    return float(configured.get('timeout', BY_NAME['timeout'].default))
 
 
 #: The solve timeout of the benchmarked node [s]: a ~/solve answer is due within it plus ANSWER_MARGIN.
@@ -80,11 +80,17 @@ SOLVE_TIMEOUT = solve_timeout()
 
 
 def echo_node():
-    """Build the floor: an rclpy node that answers each target with a one-point trajectory, solving nothing."""
+    """Build the floor: an rclpy node that answers each target with a one-point trajectory, solving nothing.
+
+    It holds the CPU wake-up latency as the IK node does by default (``cpu_wake_latency``): both are
+    measured with the CPUs in the same state.
+    """
     from geometry_msgs.msg import PoseStamped
+    from ik_solver.ros.cpu_latency import hold_cpu_latency
     from rclpy.node import Node
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
     node = Node('ik_solver')
+    node.cpu_latency = hold_cpu_latency(BY_NAME['cpu_wake_latency'].default, node.get_logger())
     pub = node.create_publisher(JointTrajectory, 'joint_trajectory_controller/joint_trajectory', 10)
 
     def echo(msg):
