@@ -20,6 +20,7 @@ import threading
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
+from .compiler_pages import release_compiler_code
 from ..core.chain import chain_from_robot
 from ..core.exceptions import ModelError
 from ..core.frames import RobotFrames
@@ -109,6 +110,7 @@ class ModelSource:
             logger.error(f'the robot model from {origin} does not fit the parameters: {exc}' + self._keeping())
             return False
         self.model = model
+        release_compiler_code()   # the kernels the model needs are loaded: LLVM's code is not needed now
         c = model.chain
         logger.info(f"loaded robot '{model.name}', chain {c.base_link} -> {c.tip_link} from {origin}: "
                     f'{c.n} joints ({", ".join(c.joint_names)})')

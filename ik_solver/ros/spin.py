@@ -27,6 +27,7 @@ from rclpy.exceptions import InvalidHandle
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
+from .compiler_pages import release_compiler_code
 from .entry import STOP_SIGNALS
 
 #: A node stopped during start-up has ended this long after the signal [s], well within launch's 5 s.
@@ -279,6 +280,7 @@ def run_node(make_node, args=None, executor=None, exit_process=True):
     try:
         node = make_node()
         settle_heap()
+        release_compiler_code()   # the node's kernels are loaded (``compiler_pages``)
         signals.raising = False
         executor.add_node(node)
         worker = threading.Thread(target=spin_executor, args=(executor, signals.event), name='spin', daemon=True)

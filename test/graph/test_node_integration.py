@@ -5,6 +5,7 @@ ones see a node that has not yet received any joint state.  Joint states come
 from this test (``Session.hold_joints``: a driver at 50 Hz that never moves).
 """
 import signal
+import sys
 import tempfile
 import time
 
@@ -73,6 +74,27 @@ def _send_and_expect_nothing(session, T=None, msg=None):
     time.sleep(0.2)
     assert not session.trajectories_since(t0)
     return status
+
+
+def _resident_llvm_code_mb(pid):
+    """Return the resident MB of LLVM's executable mappings in process ``pid`` (``/proc/<pid>/smaps``)."""
+    total_kb, inside = 0, False
+    with open(f'/proc/{pid}/smaps') as smaps:
+        for line in smaps:
+            fields = line.split()
+            if '-' in fields[0] and not fields[0].endswith(':'):
+                inside = len(fields) == 6 and fields[1].startswith('r-x') and 'libllvmlite' in fields[5]
+            elif inside and fields[0] == 'Rss:':
+                total_kb += int(fields[1])
+    return total_kb / 1024
+
+
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='reads /proc/<pid>/smaps')
+def test_a_node_that_has_loaded_its_kernels_keeps_little_of_llvm_resident(session, ik7):
+    # First in the module: later tests switch methods, and loading a new kernel variant reads LLVM back in.
+    T = ik7.fk(HOME)
+    check_solution(ik7, session.observer.call(session.observer.solve_client, solve_request(T)), T)
+    assert _resident_llvm_code_mb(session.node.pid) < 15.0   # about 50 MB while it loaded them
 
 
 def test_service_before_any_joint_state_seeds_from_mid_limits(session, ik7):
