@@ -79,11 +79,11 @@ def retimed(plan, timeout):
     """Return ``plan`` with another timeout [s], checked as an option, without planning again.
 
     A service call's timeout is what is left of its budget, different on every call: a plan per call
-    would validate and pack every option again for one number.
+    would validate every option and derive the goals and task again for one number.
     """
+    check_number('timeout', timeout)
     if timeout == plan.options.timeout:
         return plan
-    check_number('timeout', timeout)
     params = plan.params._replace(timeout=float(timeout))
     return Plan(replace(plan.options, timeout=timeout), plan.model, params, (plan.model, params),
                 pack(plan.model, params), plan.variant)

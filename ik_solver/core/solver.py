@@ -42,6 +42,8 @@ _FLOAT64 = np.dtype(np.float64)
 
 #: Plans kept per solver for per-call overrides (least recently built dropped first).
 PLAN_CACHE_SIZE = 64
+#: An override list without a timeout (None is a timeout, and refused as one).
+_NO_TIMEOUT = object()
 
 
 class IKSolver:
@@ -79,7 +81,6 @@ class IKSolver:
         invalid input; every other failure is an IKResult with success False.
         """
         start = time.perf_counter()
-        plan = self._plan_for(overrides) if overrides else self._plan
         if seed is None:
             seed = self._mid
         # The fast kernel takes writeable C-contiguous float64 arrays, 2-D and 1-D, as they are (checked inline:
@@ -88,6 +89,7 @@ class IKSolver:
                 and target.dtype is _FLOAT64 and seed.dtype is _FLOAT64 and target.ndim == 2 and seed.ndim == 1 \
                 and (f := target.flags).c_contiguous and f.writeable and (g := seed.flags).c_contiguous \
                 and g.writeable:
+            plan = self._plan_for(overrides) if overrides else self._plan
             q = np.empty(self._n_var)
             code, report = solve_fast(plan.variant, target, seed, *plan.packed, start, q)
             if code == SEED_OK:
@@ -159,7 +161,7 @@ class IKSolver:
     def _plan_for(self, overrides):
         """Return the plan of the solver's options with ``overrides``; cached, the timeout apart (``retimed``)."""
         overrides = dict(overrides)
-        timeout = overrides.pop('timeout', None)
+        timeout = overrides.pop('timeout', _NO_TIMEOUT)
         try:
             key = tuple(overrides.items())   # keyword order matters for the key only, not the plan
             plan = self._plans.get(key)
@@ -172,7 +174,7 @@ class IKSolver:
                 if len(self._plans) >= PLAN_CACHE_SIZE:
                     self._plans.pop(next(iter(self._plans)))
                 self._plans[key] = plan
-        return plan if timeout is None else retimed(plan, timeout)
+        return plan if timeout is _NO_TIMEOUT else retimed(plan, timeout)
 
     def _prepare(self, opts, collision_yield=False):
         """Validate options and turn them into a plan (``plan.make_plan``)."""

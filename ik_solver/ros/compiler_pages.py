@@ -5,11 +5,12 @@ numba links every cached kernel through LLVM: loading a node's kernels runs thro
 load another kernel variant (a method or mode it had not used).  These pages are clean copies of the
 library file.  ``release_compiler_code`` tells the kernel the process does not need them now (madvise
 ``MADV_DONTNEED`` on the library's executable mappings); a later use reads them back from the page cache,
-which costs a kernel variant loaded later a few milliseconds.  Only executable mappings are released: they
-are never written, so nothing of the process is lost with them (a data mapping would lose its contents).
+which costs a kernel variant loaded later a few milliseconds.  Only executable mappings are released: the
+library has no text relocations, so they are never written and nothing of the process is lost with them (a
+data mapping would lose its contents; a debugger's breakpoints in LLVM would be).
 """
 import ctypes
-import ctypes.util
+import functools
 import os
 
 #: The file name prefix of LLVM's library as llvmlite ships it.
@@ -22,7 +23,7 @@ def release_compiler_code(maps='/proc/self/maps'):
     """Release the resident pages of LLVM's executable mappings in this process; return how many bytes it advised.
 
     Returns 0 where there is nothing to release: LLVM not loaded (no kernels yet), no ``/proc`` (not
-    Linux), or a C library without ``madvise``.
+    Linux), or no ``madvise`` in the process.
 
     Args:
         maps: the process's memory map listing (``/proc/<pid>/maps`` format).
@@ -53,11 +54,16 @@ def _code_ranges(maps):
             yield start, end
 
 
+@functools.cache
 def _madvise():
-    """Return the C library's madvise(addr, length, advice), or None where there is none."""
-    libc = ctypes.CDLL(ctypes.util.find_library('c'), use_errno=True)
-    madvise = getattr(libc, 'madvise', None)
-    if madvise is not None:
-        madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-        madvise.restype = ctypes.c_int
+    """Return madvise(addr, length, advice) from the symbols the process has loaded, or None where there is none.
+
+    Not ``ctypes.util.find_library``: on Linux it runs ``ldconfig`` in a child process on every call.
+    """
+    try:
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    madvise.restype = ctypes.c_int
     return madvise

@@ -1,11 +1,12 @@
 """Hold the CPUs' wake-up latency low while a node runs (Linux PM QoS, ``/dev/cpu_dma_latency``).
 
 An idle CPU sleeps in a power-saving state.  A node that waits for its next target, request or cycle most
-of the time wakes from that state: the wake-up itself, then every cache and branch predictor cold, made a
-solve that takes 12 us back to back take 130-170 us 5 ms after the last one, and a small NumPy operation
-2 us then 68 us.  Holding the latency at 0 us keeps idle CPUs in their shallowest state, as real-time
-tools (cyclictest, robot control stacks) do.  It costs power on every CPU of the machine while the node
-runs; the kernel drops the request when the file is closed, and so when the process ends however it ends.
+of the time wakes from that state: the wake-up itself, then caches and branch predictors gone cold.  On a
+host whose CPUs sleep deeply, a solve of 12 us back to back can take ten times as long 5 ms after the
+previous one, and so can every step of the command after it.  Holding the latency at 0 us keeps idle CPUs
+in their shallowest state, as real-time latency tools (cyclictest) do.  It costs power on every CPU of the
+machine while the node runs; the kernel drops the request when the file is closed, and so when the
+process ends however it ends.
 
 Writing the file needs root (the device is root's, mode 0600).  Where it is refused the node says so once
 and runs as the system has it.

@@ -65,7 +65,6 @@ class IKSolverNode(Node):
         self._robot = None
         self.params = ParameterSet(self, PARAMETERS, validate=self._validate, on_change=self._on_parameters)
         p = self.params
-        self._cpu_latency = hold_cpu_latency(p['cpu_wake_latency'], self.get_logger())
         self._warm_up(p.values)  # compiled kernels before any service is offered: available means ready
         motion_guard.warm_up()  # and the motion kernels: the first move is sent as fast as the next
         self.reporter = OutcomeReporter(self, lambda outcome: describe(self._robot, outcome))
@@ -94,6 +93,7 @@ class IKSolverNode(Node):
         self._inputs_thread = InputsThread(self.inputs, self.get_logger(), max(p['thread_priority'] - 1, 0),
                                            name='ik_solver_inputs')
         self._inputs_thread.start()
+        self._cpu_latency = hold_cpu_latency(p['cpu_wake_latency'], self.get_logger())   # last: nothing fails after
 
     def destroy_node(self):
         if hasattr(self, '_inputs_thread'):

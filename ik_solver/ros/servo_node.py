@@ -127,7 +127,6 @@ class ServoNode(Node):
         self._command_msg = Float64MultiArray()   # reused: one message built per cycle costs more than the data
         self.params = ParameterSet(self, SERVO_PARAMETERS, validate=self._validate, on_change=self._on_parameters)
         p = self.params
-        self._cpu_latency = hold_cpu_latency(p['cpu_wake_latency'], self.get_logger())
         threaded = p['loop'] == 'thread'
         self._inputs = LoopInputs(self) if threaded else None
         inputs = self._inputs.group if threaded else MutuallyExclusiveCallbackGroup()
@@ -153,6 +152,7 @@ class ServoNode(Node):
             self._loop.start()
         else:
             self._loop = self.create_timer(period, self._cycle, callback_group=MutuallyExclusiveCallbackGroup())
+        self._cpu_latency = hold_cpu_latency(p['cpu_wake_latency'], self.get_logger())   # last: nothing fails after
 
     # -- set-up -----------------------------------------------------------------------------------
 

@@ -43,19 +43,23 @@ def test_a_refused_request_is_said_once_and_the_node_goes_on(tmp_path):
     request.release()
 
 
+def _current():
+    """Return the CPU wake-up latency [us] the kernel holds now (the least of all requests)."""
+    fd = os.open(DEVICE, os.O_RDONLY)
+    try:
+        return struct.unpack('i', os.read(fd, 4))[0]
+    finally:
+        os.close(fd)
+
+
 @pytest.mark.skipif(not os.access(DEVICE, os.W_OK), reason=f'{DEVICE} is not writable here (needs root)')
 def test_the_kernel_holds_the_latency_while_the_request_is_held():
-    # What it is after the release depends on the other processes' requests (other nodes of a test run).
-    def current():
-        fd = os.open(DEVICE, os.O_RDONLY)
-        try:
-            return struct.unpack('i', os.read(fd, 4))[0]
-        finally:
-            os.close(fd)
+    if _current() <= 3:
+        pytest.skip('another process holds 3 us or less: ours would not show')
     logger = Logger()
-    request = hold_cpu_latency(0, logger)
+    request = hold_cpu_latency(3, logger)
     try:
-        assert current() == 0
-        assert 'held at 0 us' in logger.lines[0]
+        assert _current() == 3
+        assert 'held at 3 us' in logger.lines[0]
     finally:
         request.release()

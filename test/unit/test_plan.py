@@ -18,9 +18,9 @@ def test_a_retimed_plan_is_the_plan_made_with_that_timeout(ik7):
         np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize('timeout', [0.0, -1.0, float('nan'), 1e9, '0.01'])
+@pytest.mark.parametrize('timeout', [0.0, -1.0, float('nan'), 1e9, '0.01', None, True])
 def test_a_bad_timeout_is_refused_as_the_option_is(ik7, timeout):
-    solver = IKSolver(ik7)
+    solver = IKSolver(ik7, timeout=1.0)   # True == 1.0: refused all the same
     with pytest.raises(ValueError, match='timeout'):
         retimed(solver._plan, timeout)
     with pytest.raises(ValueError, match='timeout'):
