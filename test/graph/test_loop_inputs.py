@@ -128,7 +128,9 @@ def test_a_flood_costs_at_most_two_takes_per_cycle(node):
     finally:
         sent = int(flooder.communicate(timeout=30)[0])   # closes its stdin: the flood ends
     assert sent > 20 * cycles, sent   # it was a flood: many more messages than cycles
-    assert cycles <= taken <= 2 * cycles, taken   # each cycle: one at its start, at most one woken in between
+    # each cycle: one at its start, at most one woken in between; a loaded machine may starve the flooder for a
+    # cycle or more, so a cycle may also take none
+    assert 0 < taken <= 2 * cycles, taken
 
 
 class Logger:

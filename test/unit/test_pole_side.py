@@ -53,7 +53,7 @@ def test_unreachable_pole_side_is_reported(ik7):
     rng = np.random.default_rng(3)
     seeds = chain.random_configuration(rng, 4)
     for side, message in ((1, 'pole_side_unreachable'), (-1, '')):
-        solver = IKSolver(chain, nullspace=_pole(side), timeout=0.02)
+        solver = IKSolver(chain, nullspace=_pole(side), timeout=0.2)   # a loaded machine leaves few attempts in 20 ms
         for seed in seeds:
             r = solver.solve(TARGET, seed)
             assert r.success and r.position_error < 1e-5 and r.orientation_error < 1e-5
