@@ -2,6 +2,8 @@
 
 Quaternions are (x, y, z, w), as geometry_msgs/Quaternion orders them.
 """
+import math
+
 from numba import njit
 import numpy as np
 
@@ -17,14 +19,16 @@ def quaternion_to_matrix(q):
     q = np.asarray(q, dtype=float)
     if q.shape != (4,):
         raise ValueError(f'quaternion must have 4 elements (x, y, z, w), got shape {q.shape}')
-    if not np.all(np.isfinite(q)):
-        raise ValueError(f'quaternion contains NaN or inf: {q.tolist()}')
+    x, y, z, w = q.tolist()   # Python floats: four numbers cost less in scalar arithmetic than in NumPy calls
+    if not all(math.isfinite(v) for v in (x, y, z, w)):
+        raise ValueError(f'quaternion contains NaN or inf: {[x, y, z, w]}')
     # Scale by the largest component first: squaring components above ~1.3e154 would overflow to inf.
-    largest = np.abs(q).max()
+    largest = max(abs(x), abs(y), abs(z), abs(w))
     if largest < 1e-9:
         raise ValueError('zero quaternion: it does not describe a rotation')
-    q = q / largest
-    x, y, z, w = q / np.linalg.norm(q)
+    x, y, z, w = x / largest, y / largest, z / largest, w / largest
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
+    x, y, z, w = x / norm, y / norm, z / norm, w / norm
     return np.array([
         [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],

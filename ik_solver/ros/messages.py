@@ -1,5 +1,6 @@
 """Conversions between ROS messages and the numpy types of the core, with their checks."""
 from array import array
+import math
 import struct
 
 from builtin_interfaces.msg import Duration
@@ -18,9 +19,9 @@ _CHECK_FIELDS = JointTrajectoryPoint()._check_fields
 def pose_to_matrix(pose):
     """4x4 transform of a geometry_msgs/Pose; ValueError for NaN/inf or a zero quaternion."""
     p, o = pose.position, pose.orientation
-    position = np.array([p.x, p.y, p.z])
-    if not np.isfinite(position).all():
-        raise ValueError(f'target position contains NaN or inf: {position.tolist()}')
+    position = [p.x, p.y, p.z]
+    if not all(math.isfinite(v) for v in position):
+        raise ValueError(f'target position contains NaN or inf: {position}')
     return make_pose(position, np.array([o.x, o.y, o.z, o.w]))
 
 
