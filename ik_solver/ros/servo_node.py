@@ -48,7 +48,6 @@ from geometry_msgs.msg import Pose, PoseStamped, TwistStamped
 from ik_solver_interfaces.msg import ServoStatus
 import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -64,10 +63,10 @@ from .loop_inputs import LoopInputs
 from .messages import to_duration
 from .model_source import ModelSource
 from .parameters import load_limits, move_limits, package_file, ParameterSet
-from .servo_loop import real_time, ServoLoop, wait_until
+from .servo_loop import ServoLoop, wait_until
 from .servo_parameters import (FLOAT64_MULTI_ARRAY, JOINT_JOG, JOINT_STATE, model_arguments, SERVO_PARAMETERS,
                                settings_from)
-from .spin import real_time_threads, run_node
+from .spin import RealTimeExecutor, run_node
 from .target_frames import FrameError, TargetFrames
 from ..collision.backlog import MarkerBacklog
 from ..core.exceptions import ModelError
@@ -540,42 +539,30 @@ def _jog_problem(names, velocities, joints):
     return None
 
 
-class ServoExecutor(SingleThreadedExecutor):
-    """The servo's executor: one thread, under SCHED_FIFO one below the loop thread (thread_priority - 1).
+def servo_executor():
+    """Return the servo's executor: its thread and the middleware's under SCHED_FIFO below the loop thread.
 
-    The loop thread needs the interpreter lock that this thread holds while it
-    runs a callback; under normal scheduling, other processes' load delays this
-    thread while it holds the lock, and the real-time loop waits behind it.  The
-    same holds for the process's other threads (the main thread, which wakes
-    for signals, and the middleware's, which hold the locks a publication
-    takes): they run one below it (thread_priority - 2).
+    The loop thread needs the interpreter lock that the executor thread holds while it runs a callback;
+    under normal scheduling, other processes' load delays that thread while it holds the lock, and the
+    real-time loop waits behind it.  The middleware's threads hold the locks a publication takes.  So the
+    executor runs one below the loop (``thread_priority - 1``) and the middleware's threads two below
+    (``spin.RealTimeExecutor``), with ``loop: thread`` only: a timer loop runs on the executor itself.
     """
-
-    def spin(self):
-        for node in self.get_nodes():
-            priority = node.params['thread_priority'] if isinstance(node, ServoNode) else 0
-            if priority > 1 and node.params['loop'] == 'thread':
-                real_time(node.get_logger(), priority - 1, 'executor thread')
-            if priority > 2 and node.params['loop'] == 'thread':
-                _other_threads_real_time(node.get_logger(), priority - 2)
-        super().spin()
+    return RealTimeExecutor(_loop_priority)
 
 
-def _other_threads_real_time(logger, priority):
-    """Run the process's threads not yet real-time under SCHED_FIFO at ``priority``; log the outcome."""
-    refused = real_time_threads(priority)
-    if refused:
-        logger.warning(f'the other threads keep normal scheduling: SCHED_FIFO priority {priority} refused '
-                       f'({refused})')
-        return
-    logger.info(f'the other threads run under SCHED_FIFO, priority {priority}')
+def _loop_priority(node):
+    """Return the SCHED_FIFO priority of a servo's loop thread, 0 for a timer loop or another node."""
+    if isinstance(node, ServoNode) and node.params['loop'] == 'thread':
+        return node.params['thread_priority']
+    return 0
 
 
 def main(args=None):
     # One executor thread is enough (with loop 'thread' it has only the pause service, parameters and
     # diagnostics; the loop thread takes commands and readings) and leaves the loop the GIL: rclpy's
     # MultiThreadedExecutor here took ~90 % of a core at 100 Hz in wait-set bookkeeping and stretched cycles to 50 ms.
-    return run_node(ServoNode, args, executor=ServoExecutor)
+    return run_node(ServoNode, args, executor=servo_executor)
 
 
 if __name__ == '__main__':

@@ -115,12 +115,12 @@ def real_time(priority):
 class RealTimeExecutor(SingleThreadedExecutor):
     """A single-threaded executor whose thread, and the middleware's, run under SCHED_FIFO where granted.
 
-    For a node whose real-time thread (an IK node's Worker) shares the interpreter lock with the executor:
-    under normal scheduling, other processes' load delays the executor while it holds the lock (and the
-    real-time thread waits behind it), and the answers it sends and the joint states it takes wait for the
-    scheduler.  The middleware's threads (``middleware_threads_real_time``) receive every message before
-    the executor or the node sees it: under load a request or a target waited there too.  Refused (no
-    CAP_SYS_NICE, no RLIMIT_RTPRIO), they keep normal scheduling and each node says so.
+    For a node whose real-time thread (an IK node's Worker, a servo's loop) shares the interpreter lock with the
+    executor: under normal scheduling, other processes' load delays the executor while it holds the lock (and
+    the real-time thread waits behind it), and the answers it sends wait for the scheduler. The middleware's
+    threads (``middleware_threads_real_time``) receive every message before the executor or the node sees it:
+    under load a request or a target waited there too. Refused (no CAP_SYS_NICE, no RLIMIT_RTPRIO), they keep
+    normal scheduling and each node says so.
 
     Args:
         priority_of: returns the SCHED_FIFO priority of a node's real-time thread (0: it has none).  The
@@ -139,8 +139,8 @@ class RealTimeExecutor(SingleThreadedExecutor):
             refused = middleware_threads_real_time(top - 2)
         for node in self.get_nodes() if refused is not None else ():
             node.get_logger().warning(f'the executor and middleware threads keep normal scheduling: SCHED_FIFO '
-                                      f'priority {top - 1} refused ({refused}); under CPU load service '
-                                      'answers, targets and joint states wait for the scheduler')
+                                      f'priority {top - 1} refused ({refused}); under CPU load the '
+                                      "node's answers and inputs wait for the scheduler")
         super().spin()
 
 

@@ -145,3 +145,37 @@ def test_the_ik_node_spins_on_the_real_time_executor(monkeypatch):
     monkeypatch.setattr(ik_node, 'run_node', lambda make, args, executor=None: used.setdefault('executor', executor))
     ik_node.main([])
     assert used['executor'] is real_time_executor
+
+
+def _servo(loop, priority):
+    """Return a ServoNode on the bundled ik7 with ``loop`` ('thread' or 'timer') at ``thread_priority``."""
+    from ik_solver.ros.servo_node import ServoNode
+    from ik_solver.ros.share import share_path
+    params = {'urdf_file': share_path('urdf', 'ik7.urdf.xacro'), 'base_link': 'base_link', 'tip_link': 'tool0',
+              'loop': loop, 'thread_priority': priority}
+    return ServoNode(parameter_overrides=[rclpy.parameter.Parameter(k, value=v) for k, v in params.items()])
+
+
+@pytest.mark.parametrize('loop', ['thread', 'timer'])
+def test_the_servos_executor_and_middleware_run_below_its_loop_thread_and_native_pools_keep_theirs(context, loop):
+    from ik_solver.ros.servo_node import servo_executor
+    if not _granted():
+        pytest.skip('SCHED_FIFO is refused here (no CAP_SYS_NICE, no RLIMIT_RTPRIO)')
+    node = _servo(loop, 40)
+    try:
+        seen = _spin_once_in_thread(node, servo_executor())
+    finally:
+        node.destroy_node()
+    threads = seen['threads']
+    named = _middleware_threads(threads)
+    if loop == 'timer':   # the cycle runs on the executor itself: nothing is raised for it
+        assert threads[seen['executor']][0] == os.SCHED_OTHER
+        assert {threads[tid][0] for tid in named} <= {os.SCHED_OTHER}
+        return
+    assert threads[node._loop.native_id] == (os.SCHED_FIFO, 40)
+    assert threads[seen['executor']] == (os.SCHED_FIFO, 39)
+    assert named and {threads[tid] for tid in named} == {(os.SCHED_FIFO, 38)}
+    assert threads[threading.main_thread().native_id][0] == os.SCHED_OTHER
+    unnamed = [tid for tid in threads if spin._thread_name(tid) == spin._thread_name(os.getpid())
+               and tid not in {t.native_id for t in threading.enumerate()}]   # native threads without a name
+    assert all(threads[tid][0] == os.SCHED_OTHER for tid in unnamed)
