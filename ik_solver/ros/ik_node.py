@@ -301,7 +301,21 @@ class IKSolverNode(Node):
     # -- services and reporting -------------------------------------------------------------------
 
     async def _on_solve(self, request, response):
-        return await self.requests.queue_solve(self.worker, request, time.monotonic())
+        """Answer ``~/solve``; its status follows the answer, reported by the executor once it has sent it."""
+        answer, outcome = await self.requests.queue_solve(self.worker, request, time.monotonic())
+        executor = self.executor
+        if executor is None:   # awaited outside an executor: nothing sends the answer after us
+            self._report_answered(outcome)
+        else:
+            executor.create_task(self._report_answered, outcome)
+        return answer
+
+    def _report_answered(self, outcome):
+        """Report the Outcome of an answered call (an executor task: an exception would end the spin)."""
+        try:
+            self.reporter.report(outcome)
+        except Exception as exc:  # e.g. the node is being destroyed
+            self.get_logger().error(f'status of an answered request not published: {exc!r}')
 
     async def _on_plan_path(self, request, response):
         return await self.worker.run(self.requests.plan_path, request, response)

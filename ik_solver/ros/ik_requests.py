@@ -48,11 +48,12 @@ class IKRequests:
         self._checked = weakref.WeakKeyDictionary()  # IKSolver -> {(method, mode)} of requests whose kernels are loaded
 
     def queue_solve(self, worker, request, received):
-        """Queue a SolveIK request on ``worker``; return the Future of its response, due within its timeout.
+        """Queue a SolveIK request on ``worker``; return the Future of its (response, Outcome), due within its timeout.
 
         The timeout runs from the request's reception: the solve gets what is left of it when the worker takes
         the request, and a request still queued when it has run out (behind a handling that outlasted it) is
-        answered TIMEOUT at once, unsolved and never executed.
+        answered TIMEOUT at once, unsolved and never executed.  The Outcome is not reported yet: the caller
+        reports it once the answer is on its way (``IKSolverNode._on_solve``).
 
         Args:
             worker: the node's Worker.
@@ -60,7 +61,7 @@ class IKRequests:
             received: monotonic instant [s] the request was received.
         """
         deadline = received + self.timeout_of(request)
-        return worker.run(self.solve, request, deadline, deadline=deadline,
+        return worker.run(self.answer, request, deadline, deadline=deadline,
                           late=lambda: self.late(request, received))
 
     def timeout_of(self, request):
@@ -71,19 +72,25 @@ class IKRequests:
         return node.params['timeout']
 
     def late(self, request, received):
-        """Answer a request whose timeout ran out before the worker could take it: TIMEOUT, not solved."""
+        """Return (response, Outcome) of a request whose timeout ran out before the worker took it: TIMEOUT."""
         waited = time.monotonic() - received
         return self._respond(None, Outcome('service', 'timeout', (
             f'not solved: the request waited {waited * 1e3:.1f} ms for the solver, which was busy, and its timeout '
             f'of {self.timeout_of(request) * 1e3:g} ms (from its reception) had run out')))
 
     def solve(self, request, deadline=None):
-        """Answer a SolveIK request (also used by the graph features, e.g. MoveIt's GetPositionIK).
+        """Answer a SolveIK request and report its Outcome (the graph features, e.g. MoveIt's GetPositionIK).
 
         Args:
             request: the SolveIK request.
             deadline: None, or the monotonic instant [s] its timeout runs out: the solve gets what is left.
         """
+        response, outcome = self.answer(request, deadline)
+        self._node.reporter.report(outcome)
+        return response
+
+    def answer(self, request, deadline=None):
+        """Return (SolveIK response, Outcome) of a request, the Outcome not reported; arguments as ``solve``."""
         node = self._node
         context = node.robot
         if context is None:
@@ -97,7 +104,7 @@ class IKRequests:
         return self._respond(context, outcome)
 
     def _respond(self, context, outcome):
-        """Return the SolveIK response of an Outcome, reported as well."""
+        """Return (the SolveIK response of an Outcome, the Outcome)."""
         node = self._node
         response = SolveIK.Response()
         response.success = outcome.success
@@ -114,8 +121,7 @@ class IKRequests:
             response.iterations, response.solve_time = int(result.iterations), float(result.elapsed)
         else:
             response.position_error = response.orientation_error = response.task_error = float('inf')
-        node.reporter.report(outcome)
-        return response
+        return response, outcome
 
     def _serve_solve(self, context, request, deadline):
         node = self._node
