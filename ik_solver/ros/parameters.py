@@ -220,9 +220,9 @@ PARAMETERS = (
           'Needs the right to it (root, CAP_SYS_NICE or an rtprio limit); refused, the threads keep normal '
           'scheduling and a warning', 0, 99, read_only=True),
     Param('cpu_wake_latency', 0, 'Largest CPU wake-up latency this node asks the kernel for while it runs (PM QoS, '
-          '/dev/cpu_dma_latency) [us]: 0 keeps idle CPUs ready, so a target after idle time is not slowed by '
-          'their wake-up, at the cost of power on every CPU.  -1: no request.  Needs root; refused, an info line',
-          -1, 10000, read_only=True),
+          '/dev/cpu_dma_latency) [us]: 0 keeps idle CPUs ready, so work after idle time (a target, a request, a '
+          'servo cycle) is not slowed by their wake-up, at the cost of power on every CPU.  -1: no request.  '
+          'Needs root; refused, an info line', -1, 10000, read_only=True),
     Param('workspace.min', UNSET, 'Lower corner of the allowed target box in the base frame [m]; [0.0]: unbounded '
           'below; at run time the box may only shrink', lengths=(3,)),
     Param('workspace.max', UNSET, 'Upper corner of the allowed target box in the base frame [m]; [0.0]: unbounded '

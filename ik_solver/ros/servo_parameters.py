@@ -21,7 +21,7 @@ _SHARED = ('robot_description', 'urdf_file', 'xacro_args', 'base_link', 'tip_lin
            'robot_description_topic', 'nullspace.posture_weight', 'nullspace.preferred_posture',
            'nullspace.limits_weight', 'nullspace.manipulability_weight', 'nullspace.pole_weight',
            'nullspace.pole_link', 'nullspace.pole_target', 'srdf_file', 'scene_file', 'package_dirs',
-           'collision_padding', 'skip_missing_meshes', 'collision_convex')
+           'collision_padding', 'skip_missing_meshes', 'collision_convex', 'cpu_wake_latency')
 
 SERVO_PARAMETERS = tuple(BY_NAME[name] for name in _SHARED) + (
     # Topics (relative: they follow the node's namespace).
@@ -48,9 +48,6 @@ SERVO_PARAMETERS = tuple(BY_NAME[name] for name in _SHARED) + (
     Param('thread_priority', 40, "SCHED_FIFO priority of the loop thread (loop 'thread'), as MoveIt Servo's; "
           'the executor thread gets one less.  0: normal scheduling.  Needs the right to it (root, CAP_SYS_NICE '
           'or an rtprio limit); refused, the threads keep normal scheduling and a warning', 0, 99, read_only=True),
-    Param('cpu_wake_latency', 0, 'Largest CPU wake-up latency this node asks the kernel for while it runs (PM QoS, '
-          '/dev/cpu_dma_latency) [us]: 0 keeps idle CPUs ready for each cycle, at the cost of power on every '
-          'CPU.  -1: no request.  Needs root; refused, an info line', -1, 10000, read_only=True),
     # Inputs.
     Param('command_in_type', 'unitless', "'unitless': commands in [-1, 1] times scale.*; 'speed_units': m/s, "
           'rad/s', choices=COMMAND_IN_TYPES),
