@@ -151,6 +151,24 @@ class CommandHistory:
                 return _agrees(sampler, reference.time - t0, reference, FOLLOW_TOLERANCE)
         return False
 
+    def goal(self, start):
+        """Return the positions the last command ends at while ``start`` is on its way there, else None.
+
+        Args:
+            start: a MotionState stamped with its instant (``time``), e.g. the next move's start state.
+
+        Returns:
+            (n,) positions [rad or m] when ``start`` is the replay of the last command before its end (the
+            arm follows it), else None (no command, it has ended, or the arm does something else).
+        """
+        if self._sent is None or start.time is None:
+            return None
+        t0, _, path, sampler = self._sent
+        at = start.time - t0
+        if at >= path.duration or not _agrees(sampler, at, start, REPLAY_MATCH):
+            return None
+        return path.positions[-1].copy()   # a solver must not write into what was sent
+
     def departure(self):
         """Return the instant [s] the last command leaves its start (after its hold), or None."""
         if self._sent is None:

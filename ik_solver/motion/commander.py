@@ -138,6 +138,18 @@ class Commander:
         return choose_start(measured, self._sources.reference(), self.history, now, self.settings.state_tolerance,
                             limits.lower, limits.upper)
 
+    def seed(self, start):
+        """Return the joint positions [rad or m] a solve for the move from ``start`` (``start_state``) begins at.
+
+        The goal of the command under way while the arm follows it, else the start's positions.  A stream's
+        targets lie a few millimetres apart, while the arm runs some way behind them: solved from the
+        arm's position, each solution's redundant joints depend on how far behind it happened to be, so
+        consecutive goals wander in the nullspace and the arm falls further behind; solved from the
+        previous goal, each is the nearby solution of a nearby target, in a few iterations.
+        """
+        goal = self.history.goal(start)
+        return start.position if goal is None else goal
+
     def move(self, goal):
         """Move to joint positions ``goal`` [rad or m]: time it from the state now, check it and send it.
 

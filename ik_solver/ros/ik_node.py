@@ -260,15 +260,17 @@ class IKSolverNode(Node):
     def solve_and_execute(self, context, target_msg, source, overrides):
         """Solve ``target_msg`` from the current state and hand the solution to the commander; return the Outcome.
 
-        The solve is seeded with the start state now; the commander reads it again when it plans the move,
-        because the controller joins the trajectory at its arrival, after the solve.
+        The solve is seeded where the arm is going (``Commander.seed``) from the start state now; the commander
+        reads that state again when it plans the move, because the controller joins the trajectory at its
+        arrival, after the solve.
         """
         method = overrides.get('method', context.solver.options.method)
         try:
             start = context.commander.start_state()
             T = self.resolve(context, target_msg, moves=True)
             self.check_target(context, T)
-            result = context.solver.solve(T, start.position, **overrides)  # ValueError: e.g. all-zero weights
+            seed = context.commander.seed(start)
+            result = context.solver.solve(T, seed, **overrides)  # ValueError: e.g. all-zero weights
         except (StateError, FrameError, SolveError) as exc:
             return Outcome(source, exc.reason, str(exc), method=method)
         except ValueError as exc:

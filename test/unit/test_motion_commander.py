@@ -194,6 +194,44 @@ def test_a_reference_that_follows_our_command_stands_for_the_replay_now(setup):
     np.testing.assert_allclose(start.position, scaled.position)
 
 
+# -- the seed of the next solve ---------------------------------------------------------------------------------
+
+
+def test_while_the_arm_follows_a_command_the_next_solve_starts_at_its_goal(setup):
+    """A stream's next target lies near the last goal, not near the arm, which runs behind it."""
+    clock, arm, _, commander = setup
+    goal = HOME + [0.6, -0.4, 0.3]
+    _sent_move(clock, commander, goal)
+    clock.advance(0.3)
+    arm.measured = MotionState.at_rest(commander.history.reference(clock()).position)
+    start = commander.start_state()
+    assert np.abs(start.position - goal).max() > 0.1      # on its way, far from the goal
+    seed = commander.seed(start)
+    np.testing.assert_array_equal(seed, goal)
+    seed[:] = 0.0   # the solver's scratch: what was sent stays as sent
+    np.testing.assert_array_equal(commander.seed(start), goal)
+
+
+def test_without_a_command_under_way_the_solve_starts_at_the_start_state(setup):
+    clock, arm, _, commander = setup
+    np.testing.assert_array_equal(commander.seed(commander.start_state()), HOME)   # nothing sent yet
+    goal = HOME + 0.2
+    result = _sent_move(clock, commander, goal)
+    clock.advance(result.path.duration + 0.1)   # the command has ended: the arm is there
+    arm.measured = MotionState.at_rest(goal + 0.01)
+    start = commander.start_state()
+    np.testing.assert_array_equal(commander.seed(start), start.position)
+
+
+def test_an_arm_that_does_not_follow_the_command_is_solved_from_where_it_is(setup):
+    clock, arm, _, commander = setup
+    _sent_move(clock, commander, HOME + 0.4)
+    clock.advance(0.3)
+    arm.measured = MotionState.at_rest(HOME)   # another client moves it, or the driver is dead
+    start = commander.start_state()
+    np.testing.assert_array_equal(commander.seed(start), HOME)
+
+
 # -- a move: timed, checked at sending, sent, remembered -------------------------------------------------------
 
 
