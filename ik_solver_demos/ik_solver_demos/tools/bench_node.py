@@ -49,7 +49,7 @@ import yaml
 
 from .demo import circle, DOWN
 from .launcher import node_args, NodeProcess
-from .observer import ArmObserver
+from .observer import ArmObserver, without_gc_pauses
 from .resources import arm_files, share_path
 
 HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])  # service requests are solved around it
@@ -351,12 +351,13 @@ def stream_latencies(chain, observer, rate, seconds):
     _, targets = circle(start_pose[:3, 3], 0.12, seconds, rate, 1, DOWN)  # one loop: every goal unique
     goals = np.array([T[:3, 3] for T in targets])
     sent = []
-    t0 = time.monotonic()
-    for k, T in enumerate(targets):
-        delay = t0 + k / rate - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        sent.append(observer.send_target(T))
+    with without_gc_pauses():
+        t0 = time.monotonic()
+        for k, T in enumerate(targets):
+            delay = t0 + k / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            sent.append(observer.send_target(T))
     time.sleep(0.5)
     with observer.lock:
         received = [(t, m) for t, m in observer.trajectories if t >= t0]

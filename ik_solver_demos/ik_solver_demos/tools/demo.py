@@ -21,7 +21,7 @@ import rclpy
 from rclpy.signals import SignalHandlerOptions
 
 from .launcher import node_args, NodeProcess
-from .observer import ArmObserver, send_answered, simulation_failures, simulator_complaints
+from .observer import ArmObserver, send_answered, simulation_failures, simulator_complaints, without_gc_pauses
 from .resources import arm_files, private_ros_domain
 
 DOWN = [1.0, 0.0, 0.0, 0.0]  # tool z pointing down (180 deg about x)
@@ -146,14 +146,15 @@ class Demo:
         print(f'  streaming a circle of radius 0.12 m at {rate:.0f} Hz for {times[-1] + 1 / rate:.1f} s ...',
               flush=True)
         sent, tips = [], []
-        t0 = time.monotonic()
-        for t, T in zip(times, poses):
-            self.checkpoint()
-            delay = t0 + t - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            sent.append(self.observer.send_target(T))
-            tips.append(self.observer.latest_tip())
+        with without_gc_pauses():
+            t0 = time.monotonic()
+            for t, T in zip(times, poses):
+                self.checkpoint()
+                delay = t0 + t - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                sent.append(self.observer.send_target(T))
+                tips.append(self.observer.latest_tip())
         self.observer.wait_settled(time.monotonic(), timeout=3.0)
         # The arm follows a little behind the stream: measure how far it strays from the path.
         path = np.array([T[:3, 3] for T in poses])

@@ -4,6 +4,8 @@ Used by the demo, the end-to-end tests and the latency benchmark: it keeps
 every joint state, tip pose (from the simulator), status, trajectory and
 limit-violation report it sees, stamped with the monotonic clock.
 """
+from contextlib import contextmanager
+import gc
 import json
 import re
 import threading
@@ -21,6 +23,27 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
+
+
+@contextmanager
+def without_gc_pauses():
+    """Keep Python's cyclic garbage collector out of a timed phase of the client (streaming targets).
+
+    The observer keeps every joint state and trajectory it sees.  A full collection walks all of them: after
+    a few streamed circles one took 100-220 ms, during which the client sent no target and the arm, at rest
+    at the last one, cut the circle's chord; a figure of the client, not of the node.  Inside the phase
+    reference counting still frees what it drops; afterwards one collection runs and what survives is frozen
+    (``gc.freeze``), so later collections no longer walk it.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+        gc.collect()
+        gc.freeze()
 
 
 class ArmObserver(Node):
