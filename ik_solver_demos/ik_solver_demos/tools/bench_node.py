@@ -293,14 +293,20 @@ def report_flood(seconds, measured):
 
 
 def report_calls(what, calls):
-    """Print the round trips of answered calls, and how many were unanswered, failed or late."""
-    times = [t for t, answer in calls if answer == 'success']
-    failed = sum(answer not in ('success', 'unanswered') for _, answer in calls)
-    unanswered = sum(answer == 'unanswered' for _, answer in calls)
-    late = sum(t > (SOLVE_TIMEOUT + ANSWER_MARGIN) * 1e3 for t, _ in calls)
-    print(f'{what}: {percentiles(times)}, max {max((t for t, _ in calls), default=float("nan")):.1f} ms; '
-          f'{unanswered} unanswered (> {CALL_TIMEOUT:g} s), {failed} failed, {late} later than the solve '
-          f'timeout + {ANSWER_MARGIN * 1e3:.0f} ms')
+    """Print the round trips of answered calls, and how many were unanswered, failed or late.
+
+    A late call whose request this client itself took ``ANSWER_MARGIN`` or longer to send is counted apart:
+    its time was spent before the node could see it (see ``service_round_trips``).
+    """
+    times = [t for t, answer, _ in calls if answer == 'success']
+    failed = sum(answer not in ('success', 'unanswered') for _, answer, _ in calls)
+    unanswered = sum(answer == 'unanswered' for _, answer, _ in calls)
+    late = [held for t, _, held in calls if t > (SOLVE_TIMEOUT + ANSWER_MARGIN) * 1e3]
+    held = sum(h >= ANSWER_MARGIN * 1e3 for h in late)
+    apart = f" ({held} of them held that long in this client's own send)" if held else ''
+    print(f'{what}: {percentiles(times)}, max {max((t for t, _, _ in calls), default=float("nan")):.1f} ms; '
+          f'{unanswered} unanswered (> {CALL_TIMEOUT:g} s), {failed} failed, {len(late)} later than the solve '
+          f'timeout + {ANSWER_MARGIN * 1e3:.0f} ms{apart}')
 
 
 def flood(chain, observer, seconds, publishers=2):
@@ -320,6 +326,7 @@ def flood(chain, observer, seconds, publishers=2):
     t0 = time.monotonic()
     calls = []
     try:
+        await_publishers(observer, observer.target_pub.topic_name, publishers + 1, floods)
         while any(f.alive() for f in floods):
             calls += service_round_trips(chain, observer, 1)
             time.sleep(0.1)
@@ -333,6 +340,18 @@ def flood(chain, observer, seconds, publishers=2):
         statuses = [m for t, m in observer.statuses if t >= t0 and m.source == 'topic']
     ages = [s.target_age * 1e3 for s in statuses]
     return ages, len(statuses), sum(s.superseded for s in statuses), calls
+
+
+def await_publishers(node, topic, count, processes, timeout=30.0):
+    """Wait until ``node`` knows ``count`` publishers of ``topic``, or ``processes`` have ended, or ``timeout`` [s].
+
+    The flood's calls start once its publishers are known, not while their processes start: those calls
+    would be made before any flood.
+    """
+    deadline = time.monotonic() + timeout
+    while node.count_publishers(topic) < count and time.monotonic() < deadline \
+            and any(p.alive() for p in processes):
+        time.sleep(0.01)
 
 
 def stream_latencies(chain, observer, rate, seconds):
@@ -376,17 +395,23 @@ def stream_latencies(chain, observer, rate, seconds):
 
 
 def service_round_trips(chain, observer, count):
-    """Call ~/solve ``count`` times; [(round trip [ms], 'success' | 'unanswered' | the failure reason)]."""
+    """Call ~/solve ``count`` times; [(round trip [ms], 'success' | 'unanswered' | the failure reason, send [ms])].
+
+    The send is how long the client's own ``call_async`` took: Fast DDS's shared-memory transport held it
+    for up to 0.3 s while participants joined (the flood's publishers; UDP alone: never).
+    """
     rng = np.random.default_rng(1)
     calls = []
     for q in HOME + rng.uniform(-0.3, 0.3, (count, chain.n)):
         request = solve_request(chain, q)
         start_time = time.monotonic()
-        response = observer.call(observer.solve_client, request, timeout=CALL_TIMEOUT)
+        future = observer.solve_client.call_async(request)
+        sent = time.monotonic()
+        response = observer.result(future, CALL_TIMEOUT)
         elapsed = (time.monotonic() - start_time) * 1e3
         answer = 'unanswered' if response is None else 'success' if response.success else \
             f'reason {response.reason}: {response.message}'
-        calls.append((elapsed, answer))
+        calls.append((elapsed, answer, (sent - start_time) * 1e3))
     return calls
 
 

@@ -203,7 +203,12 @@ class ArmObserver(Node):
             return [(r, m) for r, m in self.trajectories if r >= t]
 
     def call(self, client, request, timeout=5.0):
-        future = client.call_async(request)
+        """Return the response of a call, or None after ``timeout`` [s]."""
+        return self.result(client.call_async(request), timeout)
+
+    @staticmethod
+    def result(future, timeout):
+        """Return the result of a call's ``future``, or None when it is not done within ``timeout`` [s]."""
         deadline = time.monotonic() + timeout
         while not future.done() and time.monotonic() < deadline:
             time.sleep(0.0005)
