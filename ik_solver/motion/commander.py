@@ -36,6 +36,9 @@ from ..core.reasons import Reason
 #: The guard's refusal of a command whose start is older than the lead time when it is to leave (reported as
 #: EXPIRED by ``move`` once planned again, by ``execute`` at once).
 LATE = 'late'
+#: How far [m] a tip moves per radian of orientation error when a seed's nearness to a target is judged: a
+#: point of the tool 10 cm from the flange.
+SEED_ROTATION_LENGTH = 0.1
 #: Labels of the reasons the commander itself gives (``Outcome.reason``, ~/status; SolveIK.Response names).
 SUCCESS, EXPIRED = Reason.SUCCESS.label, Reason.EXPIRED.label
 LIMIT_VIOLATION, CONTROLLER_UNAVAILABLE = Reason.LIMIT_VIOLATION.label, Reason.CONTROLLER_UNAVAILABLE.label
@@ -138,17 +141,28 @@ class Commander:
         return choose_start(measured, self._sources.reference(), self.history, now, self.settings.state_tolerance,
                             limits.lower, limits.upper)
 
-    def seed(self, start):
-        """Return the joint positions [rad or m] a solve for the move from ``start`` (``start_state``) begins at.
+    def seed(self, start, target_error):
+        """Return the joint positions a solve for the move from ``start`` begins at.
 
-        The goal of the command under way while the arm follows it, else the start's positions.  A stream's
-        targets lie a few millimetres apart, while the arm runs some way behind them: solved from the
-        arm's position, each solution's redundant joints depend on how far behind it happened to be, so
-        consecutive goals wander in the nullspace and the arm falls further behind; solved from the
-        previous goal, each is the nearby solution of a nearby target, in a few iterations.
+        A stream's targets lie a few millimetres apart while the arm runs some way behind them: solved from
+        the arm's position, each solution's redundant joints depend on how far behind it happened to be, so
+        consecutive goals wander in the nullspace and the arm falls further behind; solved from the goal of
+        the command under way, each is the nearby solution of a nearby target, in a few iterations.  A target
+        nearer the arm than that goal (a new one after a long move was commanded) starts at the arm.
+
+        Args:
+            start: the move's start state (``start_state``).
+            target_error: ``target_error(q)`` returns how far the tip at joint positions q is from the target:
+                (position [m], orientation [rad]); an orientation error counts as ``SEED_ROTATION_LENGTH`` x it.
+
+        Returns:
+            (n,) joint positions [rad or m]: the goal of the command under way while the arm follows it, unless
+            the arm is nearer the target; else the start's positions.
         """
         goal = self.history.goal(start)
-        return start.position if goal is None else goal
+        if goal is None or _tip_distance(target_error(start.position)) < _tip_distance(target_error(goal)):
+            return start.position
+        return goal
 
     def move(self, goal):
         """Move to joint positions ``goal`` [rad or m]: time it from the state now, check it and send it.
@@ -233,6 +247,12 @@ class Commander:
             return CONTROLLER_UNAVAILABLE, problem
         self.history.sent(start, path, t0)
         return None
+
+
+def _tip_distance(error):
+    """Return one distance [m] of a (position [m], orientation [rad]) error: the seed's measure of nearness."""
+    position, orientation = error
+    return position + SEED_ROTATION_LENGTH * orientation
 
 
 def _result(refusal, start, path):

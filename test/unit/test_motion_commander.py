@@ -197,39 +197,74 @@ def test_a_reference_that_follows_our_command_stands_for_the_replay_now(setup):
 # -- the seed of the next solve ---------------------------------------------------------------------------------
 
 
-def test_while_the_arm_follows_a_command_the_next_solve_starts_at_its_goal(setup):
+def _error_to(target):
+    """Return a target_error for a target at joint positions ``target`` (the joints stand for the tip, in metres)."""
+    return lambda q: (float(np.linalg.norm(np.asarray(q) - target)), 0.0)
+
+
+def _following(clock, arm, commander, goal, after=0.3):
+    """Send a move to ``goal``, let ``after`` s pass with the arm on it; return the start state then."""
+    _sent_move(clock, commander, goal)
+    clock.advance(after)
+    arm.measured = MotionState.at_rest(commander.history.reference(clock()).position)
+    return commander.start_state()
+
+
+def test_while_the_arm_follows_a_command_a_nearby_target_is_solved_from_its_goal(setup):
     """A stream's next target lies near the last goal, not near the arm, which runs behind it."""
     clock, arm, _, commander = setup
     goal = HOME + [0.6, -0.4, 0.3]
-    _sent_move(clock, commander, goal)
-    clock.advance(0.3)
-    arm.measured = MotionState.at_rest(commander.history.reference(clock()).position)
-    start = commander.start_state()
+    start = _following(clock, arm, commander, goal)
     assert np.abs(start.position - goal).max() > 0.1      # on its way, far from the goal
-    seed = commander.seed(start)
+    seed = commander.seed(start, _error_to(goal + 0.01))
     np.testing.assert_array_equal(seed, goal)
     seed[:] = 0.0   # the solver's scratch: what was sent stays as sent
-    np.testing.assert_array_equal(commander.seed(start), goal)
+    np.testing.assert_array_equal(commander.seed(start, _error_to(goal + 0.01)), goal)
+
+
+def test_a_target_nearer_the_arm_than_the_goal_under_way_is_solved_from_the_arm(setup):
+    """After a long move was commanded, a new target near the arm must not be solved near the far goal."""
+    clock, arm, _, commander = setup
+    goal = HOME + [0.6, -0.4, 0.3]
+    start = _following(clock, arm, commander, goal)
+    np.testing.assert_array_equal(commander.seed(start, _error_to(start.position + 0.01)), start.position)
+
+
+def test_an_orientation_error_counts_as_a_tip_distance():
+    """0.1 rad of orientation weighs as much as 1 cm of position (SEED_ROTATION_LENGTH)."""
+    clock = Clock()
+    arm = Arm(clock)
+    commander = _commander(clock, arm, Transport())
+    goal = HOME + [0.6, -0.4, 0.3]
+    start = _following(clock, arm, commander, goal)
+
+    def error(position_at_start, turn_at_goal):
+        return lambda q: (position_at_start, 0.0) if np.array_equal(q, start.position) else (0.0, turn_at_goal)
+    np.testing.assert_array_equal(commander.seed(start, error(0.02, 0.1)), goal)           # 2 cm against 1 cm
+    np.testing.assert_array_equal(commander.seed(start, error(0.02, 0.3)), start.position)  # 2 cm against 3 cm
 
 
 def test_without_a_command_under_way_the_solve_starts_at_the_start_state(setup):
     clock, arm, _, commander = setup
-    np.testing.assert_array_equal(commander.seed(commander.start_state()), HOME)   # nothing sent yet
+    start = commander.start_state()   # nothing sent yet
+    assert commander.history.goal(start) is None
+    np.testing.assert_array_equal(commander.seed(start, _error_to(HOME + 0.2)), HOME)
     goal = HOME + 0.2
     result = _sent_move(clock, commander, goal)
     clock.advance(result.path.duration + 0.1)   # the command has ended: the arm is there
-    arm.measured = MotionState.at_rest(goal + 0.01)
-    start = commander.start_state()
-    np.testing.assert_array_equal(commander.seed(start), start.position)
+    arm.measured = MotionState.at_rest(goal)
+    assert commander.history.goal(commander.start_state()) is None
 
 
 def test_an_arm_that_does_not_follow_the_command_is_solved_from_where_it_is(setup):
     clock, arm, _, commander = setup
-    _sent_move(clock, commander, HOME + 0.4)
+    goal = HOME + 0.4
+    _sent_move(clock, commander, goal)
     clock.advance(0.3)
     arm.measured = MotionState.at_rest(HOME)   # another client moves it, or the driver is dead
     start = commander.start_state()
-    np.testing.assert_array_equal(commander.seed(start), HOME)
+    assert commander.history.goal(start) is None
+    np.testing.assert_array_equal(commander.seed(start, _error_to(goal)), HOME)
 
 
 # -- a move: timed, checked at sending, sent, remembered -------------------------------------------------------
