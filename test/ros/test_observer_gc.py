@@ -21,8 +21,8 @@ def collections():
     enabled = gc.isenabled()
     yield seen
     gc.callbacks.remove(record)
-    if enabled:
-        gc.enable()
+    gc.unfreeze()   # later tests see the collector as they found it
+    (gc.enable if enabled else gc.disable)()
 
 
 def _cycles(count):

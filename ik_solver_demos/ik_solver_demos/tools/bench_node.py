@@ -295,15 +295,16 @@ def report_flood(seconds, measured):
 def report_calls(what, calls):
     """Print the round trips of answered calls, and how many were unanswered, failed or late.
 
-    A late call whose request this client itself took ``ANSWER_MARGIN`` or longer to send is counted apart:
-    its time was spent before the node could see it (see ``service_round_trips``).
+    A late answer that would have been in time but for how long this client itself took to send its request is
+    counted apart: that time passed before the node could see the call (see ``service_round_trips``).
     """
+    budget = (SOLVE_TIMEOUT + ANSWER_MARGIN) * 1e3
     times = [t for t, answer, _ in calls if answer == 'success']
     failed = sum(answer not in ('success', 'unanswered') for _, answer, _ in calls)
     unanswered = sum(answer == 'unanswered' for _, answer, _ in calls)
-    late = [held for t, _, held in calls if t > (SOLVE_TIMEOUT + ANSWER_MARGIN) * 1e3]
-    held = sum(h >= ANSWER_MARGIN * 1e3 for h in late)
-    apart = f" ({held} of them held that long in this client's own send)" if held else ''
+    late = [(t, send) for t, answer, send in calls if answer != 'unanswered' and t > budget]
+    held = sum(t - send <= budget for t, send in late)
+    apart = f" ({held} of them only by this client's own send)" if held else ''
     print(f'{what}: {percentiles(times)}, max {max((t for t, _, _ in calls), default=float("nan")):.1f} ms; '
           f'{unanswered} unanswered (> {CALL_TIMEOUT:g} s), {failed} failed, {len(late)} later than the solve '
           f'timeout + {ANSWER_MARGIN * 1e3:.0f} ms{apart}')

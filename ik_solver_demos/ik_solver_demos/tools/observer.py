@@ -14,7 +14,7 @@ import time
 from geometry_msgs.msg import PoseStamped
 from ik_solver.ros.joint_states import received_monotonic
 from ik_solver.ros.messages import matrix_to_pose, pose_to_matrix
-from ik_solver.ros.spin import spin_executor
+from ik_solver.ros.spin import settle_heap, spin_executor
 from ik_solver_interfaces.msg import SolveStatus
 from ik_solver_interfaces.srv import ComputeFK, SolveIK
 import numpy as np
@@ -33,7 +33,7 @@ def without_gc_pauses():
     a few streamed circles one took 100-220 ms, during which the client sent no target and the arm, at rest
     at the last one, cut the circle's chord; a figure of the client, not of the node.  Inside the phase
     reference counting still frees what it drops; afterwards one collection runs and what survives is frozen
-    (``gc.freeze``), so later collections no longer walk it.
+    (``spin.settle_heap``), so later collections no longer walk it.
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -42,8 +42,7 @@ def without_gc_pauses():
     finally:
         if enabled:
             gc.enable()
-        gc.collect()
-        gc.freeze()
+        settle_heap()
 
 
 class ArmObserver(Node):
