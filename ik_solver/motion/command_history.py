@@ -161,11 +161,10 @@ class CommandHistory:
             (n,) positions [rad or m] when ``start`` is the replay of the last command before its end (the
             arm follows it), else None (no command, it has ended, or the arm does something else).
         """
-        if self._sent is None or start.time is None:
+        if start.time is None or not self._pending(start.time):
             return None
         t0, _, path, sampler = self._sent
-        at = start.time - t0
-        if at >= path.duration or not _agrees(sampler, at, start, REPLAY_MATCH):
+        if not _agrees(sampler, start.time - t0, start, REPLAY_MATCH):
             return None
         return path.positions[-1].copy()   # a solver must not write into what was sent
 
