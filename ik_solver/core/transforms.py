@@ -161,6 +161,20 @@ def pose_error(T_target, T):
             float(np.linalg.norm(rotation_vector(T_target[:3, :3] @ T[:3, :3].T))))
 
 
+def pose_errors(T_target, Ts):
+    """Return the (B, 2) position [m] and orientation [rad] errors of poses Ts (B x 4 x 4) against T_target.
+
+    ``pose_error`` of each pose in one vectorised pass: the angle of R_target R^T from the atan2 of its sine
+    and cosine, accurate near 0 and pi alike.
+    """
+    Ts = np.asarray(Ts, float)
+    R = np.einsum('ij,bkj->bik', np.asarray(T_target, float)[:3, :3], Ts[:, :3, :3])
+    sine = 0.5 * np.linalg.norm(np.stack([R[:, 2, 1] - R[:, 1, 2], R[:, 0, 2] - R[:, 2, 0],
+                                          R[:, 1, 0] - R[:, 0, 1]], axis=1), axis=1)
+    cosine = 0.5 * (np.trace(R, axis1=1, axis2=2) - 1.0)
+    return np.stack([np.linalg.norm(Ts[:, :3, 3] - T_target[:3, 3], axis=1), np.arctan2(sine, cosine)], axis=1)
+
+
 def check_pose(T, what='target pose'):
     """Validate a 4x4 homogeneous transform: finite, orthonormal rotation, last row 0 0 0 1."""
     T = np.asarray(T, dtype=float)

@@ -141,7 +141,7 @@ class Commander:
         return choose_start(measured, self._sources.reference(), self.history, now, self.settings.state_tolerance,
                             limits.lower, limits.upper)
 
-    def seed(self, start, target_error):
+    def seed(self, start, target_errors):
         """Return the joint positions a solve for the move from ``start`` begins at.
 
         A stream's targets lie a few millimetres apart while the arm runs some way behind them: solved from
@@ -152,17 +152,20 @@ class Commander:
 
         Args:
             start: the move's start state (``start_state``).
-            target_error: ``target_error(q)`` returns how far the tip at joint positions q is from the target:
-                (position [m], orientation [rad]); an orientation error counts as ``SEED_ROTATION_LENGTH`` x it.
+            target_errors: ``target_errors(Q)`` returns how far the tip at each row of joint positions Q (B, n)
+                is from the target: (B, 2) position [m] and orientation [rad] errors, one call for both
+                candidates; an orientation error counts as ``SEED_ROTATION_LENGTH`` x it.
 
         Returns:
             (n,) joint positions [rad or m]: the goal of the command under way while the arm follows it, unless
             the arm is nearer the target; else the start's positions.
         """
         goal = self.history.goal(start)
-        if goal is None or _tip_distance(target_error(start.position)) < _tip_distance(target_error(goal)):
+        if goal is None:
             return start.position
-        return goal
+        errors = np.asarray(target_errors(np.stack([start.position, goal])), float)
+        at_start, at_goal = errors[:, 0] + SEED_ROTATION_LENGTH * errors[:, 1]
+        return start.position if at_start < at_goal else goal
 
     def move(self, goal):
         """Move to joint positions ``goal`` [rad or m]: time it from the state now, check it and send it.
@@ -247,12 +250,6 @@ class Commander:
             return CONTROLLER_UNAVAILABLE, problem
         self.history.sent(start, path, t0)
         return None
-
-
-def _tip_distance(error):
-    """Return one distance [m] of a (position [m], orientation [rad]) error: the seed's measure of nearness."""
-    position, orientation = error
-    return position + SEED_ROTATION_LENGTH * orientation
 
 
 def _result(refusal, start, path):

@@ -43,7 +43,7 @@ from .target_frames import FrameError, TargetFrames
 from .target_mailbox import Pending, queued_targets, target_age, TargetMailbox, waiting_for
 from .worker import real_time_executor, Worker
 from .world_updates import WorldUpdates
-from ..core.transforms import pose_error
+from ..core.transforms import pose_errors
 from ..core.warmup import warm_up_for
 from ..motion import guard as motion_guard
 from ..motion.start_state import StateError
@@ -271,7 +271,7 @@ class IKSolverNode(Node):
             T = self.resolve(context, target_msg, moves=True)
             self.check_target(context, T)
             chain = context.model.chain
-            seed = context.commander.seed(start, lambda q: pose_error(T, chain.fk(q)))
+            seed = context.commander.seed(start, lambda Q: pose_errors(T, chain.fk_batch(Q)))
             result = context.solver.solve(T, seed, **overrides)  # ValueError: e.g. all-zero weights
         except (StateError, FrameError, SolveError) as exc:
             return Outcome(source, exc.reason, str(exc), method=method)

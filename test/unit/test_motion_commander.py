@@ -198,8 +198,8 @@ def test_a_reference_that_follows_our_command_stands_for_the_replay_now(setup):
 
 
 def _error_to(target):
-    """Return a target_error for a target at joint positions ``target`` (the joints stand for the tip, in metres)."""
-    return lambda q: (float(np.linalg.norm(np.asarray(q) - target)), 0.0)
+    """Return target_errors for a target at joint positions ``target`` (the joints stand for the tip, in metres)."""
+    return lambda Q: np.stack([np.linalg.norm(np.asarray(Q) - target, axis=1), np.zeros(len(Q))], axis=1)
 
 
 def _following(clock, arm, commander, goal, after=0.3):
@@ -239,7 +239,10 @@ def test_an_orientation_error_counts_as_a_tip_distance():
     start = _following(clock, arm, commander, goal)
 
     def error(position_at_start, turn_at_goal):
-        return lambda q: (position_at_start, 0.0) if np.array_equal(q, start.position) else (0.0, turn_at_goal)
+        def errors(Q):
+            assert np.array_equal(Q, [start.position, goal])   # the start's row first, then the goal's
+            return np.array([[position_at_start, 0.0], [0.0, turn_at_goal]])
+        return errors
     np.testing.assert_array_equal(commander.seed(start, error(0.02, 0.1)), goal)           # 2 cm against 1 cm
     np.testing.assert_array_equal(commander.seed(start, error(0.02, 0.3)), start.position)  # 2 cm against 3 cm
 

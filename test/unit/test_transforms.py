@@ -1,5 +1,5 @@
-"""Quaternions to rotation matrices against Rodrigues' formula, at any scale, and the refusals."""
-from ik_solver.core.transforms import matrix_to_quaternion, quaternion_to_matrix
+"""Quaternions to rotation matrices against Rodrigues' formula, at any scale, and the refusals; pose errors."""
+from ik_solver.core.transforms import make_pose, matrix_to_quaternion, pose_errors, quaternion_to_matrix
 import numpy as np
 import pytest
 
@@ -39,3 +39,18 @@ def test_any_non_zero_scale_gives_the_same_rotation(rng, scale):
 def test_quaternions_without_a_rotation_are_refused(q, text):
     with pytest.raises(ValueError, match=text):
         quaternion_to_matrix(q)
+
+
+@pytest.mark.parametrize('angle', [0.0, 1e-9, 1e-4, 0.7, 2.0, np.pi - 1e-6, np.pi])
+def test_pose_errors_are_the_offsets_a_pose_was_built_with(rng, angle):
+    """A pose moved by d and turned by ``angle`` about any axis is (|d|, angle) from the target, batched."""
+    target = make_pose(rng.normal(size=3), quaternion_to_matrix(matrix_to_quaternion(rodrigues([0, 0, 1], 0.3))))
+    poses, truth = [], []
+    for _ in range(20):
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        offset = rng.normal(size=3) * rng.uniform(0.0, 0.5)
+        pose = make_pose(target[:3, 3] + offset, rodrigues(axis, angle) @ target[:3, :3])
+        poses.append(pose)
+        truth.append((np.linalg.norm(offset), angle))
+    np.testing.assert_allclose(pose_errors(target, np.array(poses)), truth, rtol=1e-9, atol=1e-12)
