@@ -1,15 +1,18 @@
 """Conversions between ROS messages and the numpy types of the core, with their checks."""
 from array import array
+import functools
 import math
 import struct
 
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Pose
+from numba import njit
 import numpy as np
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..core.transforms import make_pose, matrix_to_quaternion
+from ..motion.timing import TimedPath
 
 _new = object.__new__
 #: Whether the generated setters check values (ROS_PYTHON_CHECK_FIELDS), as a constructed message has it.
@@ -132,78 +135,75 @@ def serialized_trajectory(names, path, stamp=None):
 
     rclpy converts a message into its C form field by field, and building the message costs as much
     again: for a streamed move of 70 points about 0.4 ms of the worker's time per target.  This writes
-    the little-endian CDR (XCDR1) that the middleware sends from the path's arrays, the points' numbers
-    placed by NumPy at offsets computed once per layout.  test/ros/test_trajectory_message.py checks that
-    rclpy deserializes it into the message the generated constructors build.
+    the little-endian CDR (XCDR1) that the middleware sends straight from the path's arrays: the header
+    and joint names once per joint list, the points by one compiled loop (``_cdr_points``).
+    test/ros/test_trajectory_message.py checks that rclpy deserializes it into the message the generated
+    constructors build.
     """
-    n, k = len(names), len(path.times)
-    head = bytearray(struct.pack('<iI', *((stamp.sec, stamp.nanosec) if stamp is not None else (0, 0))))
-    _cdr_string(head, '')   # header.frame_id
-    _cdr_uint32(head, n)
-    for name in names:
-        _cdr_string(head, name)
-    _cdr_uint32(head, k)
-    starts, end = _point_starts(len(head), n, k)
-    body = np.zeros(end + (-end % 8), np.uint8)   # whole doubles: viewed as float64
-    words, doubles = body.view('<u4'), body.view('<f8')   # little-endian, as the CDR header says
-    counts, values, times = _offsets(starts, n)
-    words[counts // 4] = n
-    rows = np.stack(_rows_at_rest(path), axis=1)   # (k, 3, n)
-    doubles[(values // 8)[:, None] + np.arange(n)] = rows.reshape(3 * k, n)
-    seconds, nanoseconds = _whole_seconds(path.times)
-    words[times // 4] = seconds.astype('<i4').view('<u4')
-    words[times // 4 + 1] = nanoseconds.astype(np.uint32)
-    return _CDR_LE + bytes(head) + body[len(head):end].tobytes()
+    stamp = struct.pack('<iI', *((stamp.sec, stamp.nanosec) if stamp is not None else (0, 0)))
+    head = _cdr_head(tuple(names))
+    body = _cdr_points(len(stamp) + len(head), np.ascontiguousarray(path.times, float),
+                       np.ascontiguousarray(path.positions, float), np.ascontiguousarray(path.velocities, float),
+                       np.ascontiguousarray(path.accelerations, float))
+    return b''.join((_CDR_LE, stamp, head, body.tobytes()))
 
 
 #: The encapsulation header of little-endian plain CDR; alignment counts from the end of it.
 _CDR_LE = b'\x00\x01\x00\x00'
 
 
-def _point_starts(offset, n, k):
-    """Return the payload offsets of ``k`` JointTrajectoryPoints of ``n`` joints from ``offset``, and their end.
+@functools.lru_cache(maxsize=16)
+def _cdr_head(names):
+    """Return the CDR of a trajectory's header after its stamp (an empty frame_id) and its joint names.
 
-    A point's layout depends only on its start modulo 8 (``_point_layout``).
+    It starts 8 bytes into the payload, after the stamp, which its alignment counts.
     """
-    starts = []
-    for _ in range(k):
-        starts.append(offset)
-        offset += _point_layout(offset % 8, n)[3]
-    return starts, offset
+    out = bytearray(8)
+    _cdr_string(out, '')   # header.frame_id
+    _cdr_uint32(out, len(names))
+    for name in names:
+        _cdr_string(out, name)
+    return bytes(out[8:])
 
 
-def _offsets(starts, n):
-    """Return the absolute offsets of the points' counts (3k,), first doubles (3k,) and time_from_start (k,)."""
-    starts = np.asarray(starts)
-    phase = (starts % 8) // 4   # 0 or 4 bytes past an 8-byte boundary
-    layouts = [_point_layout(0, n), _point_layout(4, n)]
-    counts, values, times = (np.array([layout[i] for layout in layouts]) for i in range(3))
-    return ((starts[:, None] + counts[phase]).ravel(), (starts[:, None] + values[phase]).ravel(),
-            starts + times[phase])
+@njit(cache=True)
+def _cdr_points(offset, times, positions, velocities, accelerations):
+    """Return the CDR of the points sequence (its count first) that starts ``offset`` bytes into the payload.
 
-
-_LAYOUTS = {}
-
-
-def _point_layout(phase, n):
-    """Offsets within a point starting at ``phase`` (mod 8) of n joints: counts, doubles, time, size [bytes].
-
-    Each of positions, velocities, accelerations: a uint32 count (4-aligned), then n doubles (8-aligned);
-    effort: an empty sequence (its count); time_from_start: int32 sec, uint32 nanosec.
+    A point: positions, velocities and accelerations (each a uint32 count, 4-aligned, then n doubles,
+    8-aligned), an empty effort sequence and time_from_start (int32 sec, uint32 nanosec; times [s] rounded
+    to whole nanoseconds).  The last point is written at rest (zero velocities and accelerations).
     """
-    key = (phase, n)
-    if key not in _LAYOUTS:
-        offset, counts, values = phase, [], []
-        for _ in range(3):
-            offset += -offset % 4
-            counts.append(offset)
-            offset += 4
-            offset += -offset % 8
-            values.append(offset)
-            offset += 8 * n
-        offset += -offset % 4 + 4   # effort: count 0
-        _LAYOUTS[key] = (np.array(counts) - phase, np.array(values) - phase, offset - phase, offset + 8 - phase)
-    return _LAYOUTS[key]
+    k, n = positions.shape
+    buffer = np.zeros((offset + 8 + k * (3 * (8 + 8 * n) + 16)) // 8 + 1, np.float64)  # doubles: 8-aligned
+    words = buffer.view(np.uint32)
+    at = offset + (-offset) % 4
+    words[at // 4] = k
+    at += 4
+    for i in range(k):
+        for field in range(3):
+            at += (-at) % 4
+            words[at // 4] = n
+            at += 4
+            at += (-at) % 8
+            for j in range(n):
+                if field == 0:
+                    buffer[at // 8 + j] = positions[i, j]
+                elif i < k - 1:
+                    buffer[at // 8 + j] = velocities[i, j] if field == 1 else accelerations[i, j]
+            at += 8 * n
+        at += (-at) % 4 + 4   # effort: count 0
+        nanoseconds = np.int64(np.rint(times[i] * 1e9))
+        words[at // 4] = np.uint32(nanoseconds // 1_000_000_000)
+        words[at // 4 + 1] = np.uint32(nanoseconds % 1_000_000_000)
+        at += 8
+    return buffer.view(np.uint8)[offset:at]
+
+
+def warm_up():
+    """Load the compiled serializer (numba, from its on-disk cache) so the first command is sent on time."""
+    one = np.ones((1, 1))
+    serialized_trajectory(('j',), TimedPath(np.ones(1), one, one, one))
 
 
 def _cdr_uint32(out, value):
