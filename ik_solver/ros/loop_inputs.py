@@ -25,7 +25,7 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.exceptions import InvalidHandle
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
-from .spin import real_time
+from .spin import real_time_or_warn
 
 
 class LoopGroup(CallbackGroup):
@@ -175,10 +175,7 @@ class InputsThread(threading.Thread):
         self._running = True
 
     def run(self):
-        refused = real_time(self._priority) if self._priority > 0 else None
-        if refused is not None:
-            self._logger.warning(f'{self.name} keeps normal scheduling: SCHED_FIFO priority {self._priority} '
-                                 f'refused ({refused}); under CPU load joint states and targets wait for the scheduler')
+        real_time_or_warn(self._logger, self._priority, self.name, 'joint states and targets')
         while self._running:
             self._inputs.serve(self.PERIOD)
         self._inputs.close()

@@ -68,7 +68,7 @@ class ServoLoop(threading.Thread):
     def run(self):
         """Run one cycle per period on monotonic ticks, each computed ``PUBLISH_LEAD`` ahead and sent on its tick."""
         if self._priority:
-            real_time(self._logger, self._priority, 'loop thread')
+            spin.real_time_or_warn(self._logger, self._priority, 'loop thread', 'its commands')
         period = self._period
         lead = min(PUBLISH_LEAD, LEAD_FRACTION * period)
         tick = time.monotonic()
@@ -96,24 +96,6 @@ class ServoLoop(threading.Thread):
             if remaining <= 0:
                 return tick if now < tick else now
             self._inputs.take(remaining)
-
-
-def real_time(logger, priority, what):
-    """Run the calling thread under SCHED_FIFO at ``priority`` (``spin.real_time``) and log the outcome.
-
-    A refusal is a warning and the thread keeps normal scheduling.
-
-    Args:
-        logger: the node's logger.
-        priority: SCHED_FIFO priority, 1-99.
-        what: the thread's name in the messages ('loop thread', 'executor thread').
-    """
-    refused = spin.real_time(priority)
-    if refused:
-        logger.warning(f'{what} keeps normal scheduling: SCHED_FIFO priority {priority} '
-                       f'refused ({refused}); set thread_priority 0 to silence this')
-        return
-    logger.info(f'{what} runs under SCHED_FIFO, priority {priority}')
 
 
 def wait_until(t):

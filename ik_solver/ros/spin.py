@@ -112,6 +112,33 @@ def real_time(priority):
     return _fifo(threading.get_native_id(), priority)
 
 
+def real_time_or_warn(logger, priority, what, delayed):
+    """Run the calling thread under SCHED_FIFO at ``priority`` (``real_time``) and log the outcome.
+
+    Granted: one info line.  Refused: one warning with the reason and what waits for the scheduler under CPU
+    load; the thread keeps normal scheduling.  A priority under 1 is normal scheduling, asked for nothing.
+
+    Args:
+        logger: the node's logger.
+        priority: SCHED_FIFO priority, 1-99.
+        what: the thread's name in the messages ('loop thread', 'ik_solver_worker').
+        delayed: what waits for the scheduler when it is refused ('its commands').
+
+    Returns:
+        None, or the reason it was refused.
+    """
+    if priority < 1:
+        return None
+    refused = real_time(priority)
+    if refused:
+        logger.warning(f'{what} keeps normal scheduling: SCHED_FIFO priority {priority} refused ({refused}); '
+                       f'under CPU load {delayed} wait for the scheduler (thread_priority 0: normal scheduling, '
+                       'without this warning)')
+    else:
+        logger.info(f'{what} runs under SCHED_FIFO, priority {priority}')
+    return refused
+
+
 class RealTimeExecutor(SingleThreadedExecutor):
     """A single-threaded executor whose thread, and the middleware's, run under SCHED_FIFO where granted.
 

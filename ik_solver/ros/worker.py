@@ -42,7 +42,7 @@ import time
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.task import Future
 
-from .spin import real_time, RealTimeExecutor
+from .spin import real_time, real_time_or_warn, RealTimeExecutor
 
 #: SCHED_FIFO priority of a worker thread: below the servo loop's default (40), which has the harder deadline.
 PRIORITY = 30
@@ -116,12 +116,7 @@ class Worker:
         self._jobs.put(job)
 
     def _loop(self):
-        if self.priority:
-            refused = real_time(self.priority)
-            if refused is not None:
-                self._node.get_logger().warning(
-                    f'{self._thread.name} keeps normal scheduling: SCHED_FIFO priority {self.priority} refused '
-                    f'({refused}); under CPU load its commands wait for the scheduler')
+        real_time_or_warn(self._node.get_logger(), self.priority, self._thread.name, 'its commands')
         timeout = None
         while not self._stopped:
             item = self._next(timeout)

@@ -309,7 +309,7 @@ def test_every_fifo_request_is_one_call_and_the_servo_logs_its_answer(monkeypatc
     and a grant is logged as such; each request names the thread by its native id.
     """
     import os
-    from ik_solver.ros import servo_loop, spin
+    from ik_solver.ros import spin
     calls, answers = [], []
 
     def setscheduler(tid, policy, param):
@@ -321,10 +321,10 @@ def test_every_fifo_request_is_one_call_and_the_servo_logs_its_answer(monkeypatc
     monkeypatch.setattr(os, 'sched_setscheduler', setscheduler)
     log = Log()
     answers[:] = [PermissionError(1, 'Operation not permitted')]
-    servo_loop.real_time(log, 40, 'loop thread')
+    spin.real_time_or_warn(log, 40, 'loop thread', 'its commands')
     assert calls == [(threading.get_native_id(), os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, 40)]
     assert log.lines[-1][0] == 'warning' and 'Operation not permitted' in log.lines[-1][1]
-    servo_loop.real_time(log, 39, 'executor thread')
+    spin.real_time_or_warn(log, 39, 'executor thread', 'its answers')
     assert log.lines[-1] == ('info', 'executor thread runs under SCHED_FIFO, priority 39')
     calls.clear()
     answers[:] = [ProcessLookupError(3, 'No such process')]

@@ -13,13 +13,14 @@ class FakeNode:
     def __init__(self):
         self.wakes = 0
         self.errors = []
+        self.warnings = []   # SCHED_FIFO refused
         self.executor = SimpleNamespace(wake=self._wake)
 
     def _wake(self):
         self.wakes += 1
 
     def get_logger(self):
-        return SimpleNamespace(error=self.errors.append)
+        return SimpleNamespace(error=self.errors.append, warning=self.warnings.append, info=lambda text: None)
 
 
 def _wait(condition, timeout=5.0):

@@ -16,7 +16,7 @@ class FakeNode:
         self.executor = SimpleNamespace(wake=lambda: None)
 
     def get_logger(self):
-        return SimpleNamespace(error=print, warning=self.warnings.append)
+        return SimpleNamespace(error=print, warning=self.warnings.append, info=lambda text: None)
 
 
 def _wait(condition, timeout=5.0):
