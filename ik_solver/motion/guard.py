@@ -26,6 +26,7 @@ import math
 from numba import njit
 import numpy as np
 
+from . import trajectory_cdr
 from .jtc import arrays_of, segment_state, spline_coefficients, SplineSampler
 from .limits import JointLimits, MotionState, POSITION_EPS
 from .path_timing import plan_joint_path
@@ -71,7 +72,7 @@ def warm_up():
     """Load the motion kernels (numba, from its on-disk cache: about a second) so the first target is on time.
 
     A node calls this once at start-up; it plans, samples and checks a small move with every trajectory
-    form the guard evaluates (a failing check too, for the detailed reasons).
+    form the guard evaluates (a failing check too, for the detailed reasons), and writes one as CDR.
     """
     limits = JointLimits(('j',), np.array([-1.0]), np.array([1.0]), np.array([1.0]), np.array([2.0]),
                          np.array([np.inf]))
@@ -83,6 +84,7 @@ def warm_up():
         check_trajectory(MotionState(np.zeros(1), np.array([0.5]), np.zeros(1)), TimedPath(
             path.times, path.positions, None if cut is path.velocities else path.velocities, None), limits)
     SplineSampler(start.position, start.velocity, path, start.acceleration).evaluate(path.times)
+    trajectory_cdr.warm_up()
 
 
 def check_step(previous, q, v, dt, limits, tolerance=0.01):

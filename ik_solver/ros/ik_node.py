@@ -26,7 +26,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.time import Time
 from visualization_msgs.msg import MarkerArray
 
-from . import graph_features, messages
+from . import graph_features
 from .cpu_latency import hold_cpu_latency
 from .ik_context import approximation_allowed, ContextBuilder
 from .ik_requests import IKRequests, mark_sent, SolveError
@@ -68,7 +68,6 @@ class IKSolverNode(Node):
         p = self.params
         self._warm_up(p.values)  # compiled kernels before any service is offered: available means ready
         motion_guard.warm_up()  # and the motion kernels: the first move is sent as fast as the next
-        messages.warm_up()
         self.reporter = OutcomeReporter(self, lambda outcome: describe(self._robot, outcome))
         self.inputs = LoopInputs(self)   # the streams: taken by the inputs thread, not the executor
         self.joint_states = JointStateTracker(self, p['joint_states_topic'], p['joint_states_timeout'],

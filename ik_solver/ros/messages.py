@@ -1,18 +1,15 @@
 """Conversions between ROS messages and the numpy types of the core, with their checks."""
 from array import array
-import functools
 import math
-import struct
 
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Pose
-from numba import njit
 import numpy as np
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..core.transforms import make_pose, matrix_to_quaternion
-from ..motion.timing import TimedPath
+from ..motion.trajectory_cdr import trajectory_cdr
 
 _new = object.__new__
 #: Whether the generated setters check values (ROS_PYTHON_CHECK_FIELDS), as a constructed message has it.
@@ -131,90 +128,11 @@ def _points(times, positions, velocities, accelerations):
 
 
 def serialized_trajectory(names, path, stamp=None):
-    """Return the JointTrajectory of ``trajectory_message(names, path, stamp)`` as CDR bytes, for ``publish``.
+    """Return ``trajectory_message(names, path, stamp)`` as CDR bytes for ``publish`` (``trajectory_cdr``).
 
-    rclpy converts a message into its C form field by field, and building the message costs as much
-    again: for a streamed move of 70 points about 0.4 ms of the worker's time per target.  This writes
-    the little-endian CDR (XCDR1) that the middleware sends straight from the path's arrays: the header
-    and joint names once per joint list, the points by one compiled loop (``_cdr_points``).
-    test/ros/test_trajectory_message.py checks that rclpy deserializes it into the message the generated
-    constructors build.
+    ``stamp``: builtin_interfaces/Time, or None: zero, 'start on arrival'.
     """
-    stamp = struct.pack('<iI', *((stamp.sec, stamp.nanosec) if stamp is not None else (0, 0)))
-    head = _cdr_head(tuple(names))
-    body = _cdr_points(len(stamp) + len(head), np.ascontiguousarray(path.times, float),
-                       np.ascontiguousarray(path.positions, float), np.ascontiguousarray(path.velocities, float),
-                       np.ascontiguousarray(path.accelerations, float))
-    return b''.join((_CDR_LE, stamp, head, body.tobytes()))
-
-
-#: The encapsulation header of little-endian plain CDR; alignment counts from the end of it.
-_CDR_LE = b'\x00\x01\x00\x00'
-
-
-@functools.lru_cache(maxsize=16)
-def _cdr_head(names):
-    """Return the CDR of a trajectory's header after its stamp (an empty frame_id) and its joint names.
-
-    It starts 8 bytes into the payload, after the stamp, which its alignment counts.
-    """
-    out = bytearray(8)
-    _cdr_string(out, '')   # header.frame_id
-    _cdr_uint32(out, len(names))
-    for name in names:
-        _cdr_string(out, name)
-    return bytes(out[8:])
-
-
-@njit(cache=True)
-def _cdr_points(offset, times, positions, velocities, accelerations):
-    """Return the CDR of the points sequence (its count first) that starts ``offset`` bytes into the payload.
-
-    A point: positions, velocities and accelerations (each a uint32 count, 4-aligned, then n doubles,
-    8-aligned), an empty effort sequence and time_from_start (int32 sec, uint32 nanosec; times [s] rounded
-    to whole nanoseconds).  The last point is written at rest (zero velocities and accelerations).
-    """
-    k, n = positions.shape
-    buffer = np.zeros((offset + 8 + k * (3 * (8 + 8 * n) + 16)) // 8 + 1, np.float64)  # doubles: 8-aligned
-    words = buffer.view(np.uint32)
-    at = offset + (-offset) % 4
-    words[at // 4] = k
-    at += 4
-    for i in range(k):
-        for field in range(3):
-            at += (-at) % 4
-            words[at // 4] = n
-            at += 4
-            at += (-at) % 8
-            for j in range(n):
-                if field == 0:
-                    buffer[at // 8 + j] = positions[i, j]
-                elif i < k - 1:
-                    buffer[at // 8 + j] = velocities[i, j] if field == 1 else accelerations[i, j]
-            at += 8 * n
-        at += (-at) % 4 + 4   # effort: count 0
-        nanoseconds = np.int64(np.rint(times[i] * 1e9))
-        words[at // 4] = np.uint32(nanoseconds // 1_000_000_000)
-        words[at // 4 + 1] = np.uint32(nanoseconds % 1_000_000_000)
-        at += 8
-    return buffer.view(np.uint8)[offset:at]
-
-
-def warm_up():
-    """Load the compiled serializer (numba, from its on-disk cache) so the first command is sent on time."""
-    one = np.ones((1, 1))
-    serialized_trajectory(('j',), TimedPath(np.ones(1), one, one, one))
-
-
-def _cdr_uint32(out, value):
-    out += bytes(-len(out) % 4)
-    out += struct.pack('<I', value)
-
-
-def _cdr_string(out, text):
-    data = text.encode() + b'\0'
-    _cdr_uint32(out, len(data))
-    out += data
+    return trajectory_cdr(names, path, (0, 0) if stamp is None else (stamp.sec, stamp.nanosec))
 
 
 def final_joint_positions(msg, names):

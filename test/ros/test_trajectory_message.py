@@ -61,7 +61,7 @@ def test_points_do_not_share_storage(rng):
 def test_serialized_bytes_are_the_constructed_message_as_rclpy_reads_it(rng, joints, stamped):
     """``serialized_trajectory`` writes CDR from arrays; rclpy reads back the message the constructors build."""
     for points in (1, 2, 3, 70):
-        times = np.sort(rng.uniform(0.0, 3.0, points))
+        times = np.sort(rng.uniform(-1.5, 3.0, points))   # a Duration's negative seconds: two's complement
         path = SimpleNamespace(times=times, positions=rng.normal(size=(points, joints)),
                                velocities=rng.normal(size=(points, joints)),
                                accelerations=rng.normal(size=(points, joints)))
