@@ -162,13 +162,19 @@ def pose_error(T_target, T):
 
 
 def pose_errors(T_target, Ts):
-    """Return the (B, 2) position [m] and orientation [rad] errors of poses Ts (B x 4 x 4) against T_target.
+    """Return ``pose_error`` of many poses at once, in one vectorised pass.
 
-    ``pose_error`` of each pose in one vectorised pass: the angle of R_target R^T from the atan2 of its sine
-    and cosine, accurate near 0 and pi alike.
+    The angle of R_target R^T comes from the atan2 of its sine and cosine: accurate near 0 and pi alike.
+
+    Args:
+        T_target: 4x4 pose the others are measured against.
+        Ts: (B, 4, 4) poses, in T_target's frame.
+
+    Returns:
+        (B, 2) array: position error [m] and orientation error [rad, 0..pi] of each pose.
     """
-    Ts = np.asarray(Ts, float)
-    R = np.einsum('ij,bkj->bik', np.asarray(T_target, float)[:3, :3], Ts[:, :3, :3])
+    T_target, Ts = np.asarray(T_target, float), np.asarray(Ts, float)
+    R = np.einsum('ij,bkj->bik', T_target[:3, :3], Ts[:, :3, :3])
     sine = 0.5 * np.linalg.norm(np.stack([R[:, 2, 1] - R[:, 1, 2], R[:, 0, 2] - R[:, 2, 0],
                                           R[:, 1, 0] - R[:, 0, 1]], axis=1), axis=1)
     cosine = 0.5 * (np.trace(R, axis1=1, axis2=2) - 1.0)
