@@ -67,8 +67,7 @@ class ServoLoop(threading.Thread):
 
     def run(self):
         """Run one cycle per period on monotonic ticks, each computed ``PUBLISH_LEAD`` ahead and sent on its tick."""
-        if self._priority:
-            spin.real_time_or_warn(self._logger, self._priority, 'loop thread', 'its commands')
+        spin.real_time_or_warn(self._logger, self._priority, 'loop thread', 'its commands')
         period = self._period
         lead = min(PUBLISH_LEAD, LEAD_FRACTION * period)
         tick = time.monotonic()
