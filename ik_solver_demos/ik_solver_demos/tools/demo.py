@@ -41,7 +41,7 @@ def demo_targets(chain):
         ('stretched, near-singular', make_pose([0.92, 0.0, 0.36], FORWARD), True),
         ('near the joint limits', chain.fk(near_limits), True),
         ('unreachable (1.6 m away)', make_pose([1.6, 0.0, 0.4], DOWN), False),
-        ('back to start', make_pose([0.5, 0.0, 0.5], DOWN), True),
+        ('back to start', make_pose([0.5, 0.0, 0.5], CIRCLE_DOWN), True),   # where the circle starts
     ]
 
 
@@ -154,7 +154,8 @@ class Demo:
 
         Run first, from the simulator's initial posture, the circle starts from the same solution every time:
         a redundant arm's streamed solutions stay near where they began, so a posture left by other targets
-        (one near the joint limits) would decide how near the limits the circle runs.
+        (one near the joint limits) would decide how near the limits the circle runs.  With ``--attach`` it
+        starts from wherever the running arm is.
         """
         start_pose = make_pose([0.5, 0.0, 0.5], CIRCLE_DOWN)
         self.run_target('circle start', start_pose, True)
