@@ -81,7 +81,8 @@ class IKSolverNode(Node):
                                            callback_group=self.inputs.group)
         self.mailbox = TargetMailbox(self.reporter, queued_targets(targets), resume=self.inputs.wake)
         self.inputs.hold_while(targets, lambda: self.mailbox.held)   # a flood waits in the subscription
-        self.create_service(SolveIK, '~/solve', self._on_solve, callback_group=self.worker.callback_group)
+        self._solve_service = self.create_service(SolveIK, '~/solve', self._on_solve,
+                                                  callback_group=self.inputs.group)   # taken by the inputs thread
         self.create_service(PlanPath, '~/plan_path', self._on_plan_path, callback_group=self.worker.callback_group)
         self.create_service(ComputeFK, '~/compute_fk', self.requests.compute_fk)
         self.create_subscription(MarkerArray, '~/collision_objects', WorldUpdates(self).on_message, 10)
@@ -304,22 +305,26 @@ class IKSolverNode(Node):
 
     # -- services and reporting -------------------------------------------------------------------
 
-    async def _on_solve(self, request, response):
-        """Answer ``~/solve``; its status follows the answer, reported by the executor once it has sent it."""
-        answer, outcome = await self.requests.queue_solve(self.worker, request, time.monotonic())
-        executor = self.executor
-        if executor is None:   # awaited outside an executor: nothing sends the answer after us
-            self._report_answered(outcome)
-        else:
-            executor.create_task(self._report_answered, outcome)
-        return answer
+    def _on_solve(self, request, header):
+        """Queue a ``~/solve`` request, taken by the inputs thread; ``_answer`` sends its answer when it is done.
 
-    def _report_answered(self, outcome):
-        """Report the Outcome of an answered call (an executor task: an exception would end the spin)."""
+        Neither the take nor the answer wakes the executor: each wake-up costs it a pass over the node's
+        entities with the interpreter lock held, which the worker then waits for.
+        """
+        done = self.requests.queue_solve(self.worker, request, time.monotonic())
+        done.add_done_callback(lambda future: self._answer(header, future))
+
+    def _answer(self, header, future):
+        """Send the answer of a ``~/solve`` call, then report its status (its Outcome) after it.
+
+        Runs on the thread that finished the call: the worker, or the watchdog for one whose timeout ran out.
+        """
         try:
+            answer, outcome = future.result()
+            self._solve_service.send_response(answer, header)
             self.reporter.report(outcome)
-        except Exception as exc:  # e.g. the node is being destroyed
-            self.get_logger().error(f'status of an answered request not published: {exc!r}')
+        except Exception as exc:  # e.g. the node is being destroyed; the thread goes on
+            self.get_logger().error(f'~/solve answer or its status not sent: {exc!r}')
 
     async def _on_plan_path(self, request, response):
         return await self.worker.run(self.requests.plan_path, request, response)

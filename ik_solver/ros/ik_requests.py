@@ -53,7 +53,8 @@ class IKRequests:
         The timeout runs from the request's reception: the solve gets what is left of it when the worker takes
         the request, and a request still queued when it has run out (behind a handling that outlasted it) is
         answered TIMEOUT at once, unsolved and never executed.  The Outcome is not reported yet: the caller
-        reports it once the answer is on its way (``IKSolverNode._on_solve``).
+        reports it once the answer is on its way (``IKSolverNode._answer``).  The Future's done callbacks run
+        on the thread that sets it (the worker's, or the watchdog's); the executor is not woken.
 
         Args:
             worker: the node's Worker.
@@ -62,7 +63,7 @@ class IKRequests:
         """
         deadline = received + self.timeout_of(request)
         return worker.run(self.answer, request, deadline, deadline=deadline,
-                          late=lambda: self.late(request, received))
+                          late=lambda: self.late(request, received), wake=False)
 
     def timeout_of(self, request):
         """Return a request's time budget [s]: its own timeout if valid, else the node's ``timeout`` parameter."""

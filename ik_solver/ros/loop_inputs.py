@@ -14,7 +14,11 @@ the newest messages) waits for the next cycle, so a flood costs a bounded
 amount per cycle, not per message.
 
 A node without a fixed-rate loop (the IK node) gives its streams to an
-``InputsThread``: it takes each message as it arrives, on its own thread.
+``InputsThread``: it takes each message as it arrives, on its own thread.  It
+may give it services too (``serve`` only): their callbacks get
+``(request, header)`` and answer with the service's ``send_response`` from
+whichever thread finishes the work, so a request costs neither the executor's
+wake-up to take it nor one to send its answer.
 """
 from contextlib import ExitStack
 import inspect
@@ -48,6 +52,7 @@ class LoopInputs:
         self.group = LoopGroup()
         self._node = node
         self._subscriptions = None   # [(subscription, callback takes message info)], found at the first take
+        self._services = []          # services in the group (``serve`` only)
         self._pending = []           # those not yet taken in this cycle
         self._wait_set = None
         self._holds = {}             # {subscription: predicate}: left in its queue while predicate() is True
@@ -83,7 +88,7 @@ class LoopInputs:
             if self._guard is None:
                 self._guard = _rclpy.GuardCondition(self._node.context.handle)
         entries = [entry for entry in self._subscriptions if not self._holds.get(entry[0], _never)()]
-        self._dispatch(self._wait(entries, timeout, self._guard))
+        self._dispatch(self._wait(entries, timeout, self._guard, self._services))
 
     def hold_while(self, subscription, predicate):
         """Leave ``subscription``'s messages in its queue while ``predicate()`` is True (``serve`` only).
@@ -110,16 +115,20 @@ class LoopInputs:
         if self._subscriptions is not None and not again:
             return
         subscriptions = [s for s in self._node.subscriptions if s.callback_group is self.group]
-        if self._subscriptions is not None and [s for s, _ in self._subscriptions] == subscriptions:
+        services = [s for s in self._node.services if s.callback_group is self.group]
+        if self._subscriptions is not None and [s for s, _ in self._subscriptions] == subscriptions \
+                and services == self._services:
             return
         self._subscriptions = [(s, len(inspect.signature(s.callback).parameters) == 2) for s in subscriptions]
+        self._services = services
         self._pending = list(self._subscriptions)
-        self._wait_set = _rclpy.WaitSet(len(subscriptions), 1, 0, 0, 0, 0, self._node.context.handle)
+        self._wait_set = _rclpy.WaitSet(len(subscriptions), 1, 0, 0, len(services), 0, self._node.context.handle)
 
-    def _wait(self, entries, timeout, guard=None):
-        """Return the entries whose subscription has a message within ``timeout`` [s] (or ``guard`` triggers).
+    def _wait(self, entries, timeout, guard=None, services=()):
+        """Return the entries and services ready within ``timeout`` [s] (or when ``guard`` triggers).
 
-        The handles are held through the wait: a subscription destroyed meanwhile is released after it.
+        An entry is ready when its subscription has a message, a service when it has a request; the handles
+        are held through the wait: one destroyed meanwhile is released after it.
         """
         wait_set = self._wait_set
         wait_set.clear_entities()
@@ -128,27 +137,37 @@ class LoopInputs:
                 for subscription, _ in entries:
                     held.enter_context(subscription.handle)
                     wait_set.add_subscription(subscription.handle)
-            except InvalidHandle:   # destroyed: the next call looks the subscriptions up again
+                for service in services:
+                    held.enter_context(service.handle)
+                    wait_set.add_service(service.handle)
+            except InvalidHandle:   # destroyed: the next call looks the entities up again
                 return []
             if guard is not None:
                 wait_set.add_guard_condition(guard)
             wait_set.wait(int(timeout * 1e9))
         ready = set(wait_set.get_ready_entities('subscription'))
-        return [entry for entry in entries if entry[0].handle.pointer in ready]
+        ready_services = set(wait_set.get_ready_entities('service')) if services else ()
+        return [entry for entry in entries if entry[0].handle.pointer in ready] + \
+            [service for service in services if service.handle.pointer in ready_services]
 
     def _dispatch(self, entries):
-        """Run each subscription's callback on the messages in its queue (``queued_messages``).
+        """Run the callbacks of the subscriptions' messages and the services' requests that wait (oldest first).
 
         A callback that raises is logged, and the other messages and subscriptions are still served: one
         malformed message must not end the thread that takes a node's streams.
         """
-        for subscription, with_info in entries:
-            for taken in queued_messages(subscription):
+        for entry in entries:
+            if isinstance(entry, tuple):
+                subscription, with_info = entry
+                name, calls = subscription.topic_name, ((subscription.callback, taken if with_info else taken[:1])
+                                                        for taken in queued_messages(subscription))
+            else:
+                name, calls = entry.srv_name, ((entry.callback, taken) for taken in queued_requests(entry))
+            for callback, args in calls:
                 try:
-                    subscription.callback(*(taken if with_info else taken[:1]))
+                    callback(*args)
                 except Exception as exc:   # the thread outlives any message
-                    self._node.get_logger().error(f'{subscription.topic_name}: message dropped: {exc!r}',
-                                                  throttle_duration_sec=5.0)
+                    self._node.get_logger().error(f'{name}: message dropped: {exc!r}', throttle_duration_sec=5.0)
 
 
 class InputsThread(threading.Thread):
@@ -210,3 +229,19 @@ def queued_messages(subscription):
         if taken is None:
             return
         yield taken
+
+
+def queued_requests(service):
+    """Yield (request, header) of the requests waiting for ``service``, oldest first; none once it is destroyed.
+
+    Taken on the calling thread, not the executor's; the header identifies the caller to ``send_response``.
+    """
+    while True:
+        try:
+            with service.handle:
+                request, header = service.handle.service_take_request(service.srv_type.Request)
+        except InvalidHandle:
+            return
+        if header is None:
+            return
+        yield request, header

@@ -14,7 +14,10 @@ its executor wakes, so this thread wakes the node's executor after each job.
 Such a service belongs to ``callback_group`` (reentrant): in a mutually
 exclusive group, as the node's default one, an awaiting callback would keep the
 group's other callbacks (parameters, joint states) out of the executor until
-its job ends.
+its job ends.  A job whose Future's done callbacks do the rest (``wake``
+False: they run on the thread that sets it, this one or the watchdog's) leaves
+the executor asleep: the IK node's ``~/solve`` is taken by its inputs thread
+and answered from here, without the executor's two wake-ups per call.
 
 Streamed inputs never queue here: they wait in the node's one-slot mailbox
 (newest wins) that ``idle()`` empties, and ``nudge()`` queues at most one
@@ -80,7 +83,7 @@ class Worker:
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
-    def run(self, fn, *args, deadline=None, late=None):
+    def run(self, fn, *args, deadline=None, late=None, wake=True):
         """Queue ``fn(*args)``; return an rclpy Future of its result that a coroutine can await.
 
         Args:
@@ -88,8 +91,10 @@ class Worker:
             deadline: None, or the monotonic instant [s] by which the job must have started.
             late: with ``deadline``, ``late()`` returns the result given instead when the job has not started by
                 then (on the watchdog thread; the job then never runs).
+            wake: wake the node's executor once the result is set (a coroutine awaiting it resumes only
+                then); False when the Future's done callbacks, run on the thread that sets it, do the rest.
         """
-        job = Job(fn, args, Future())
+        job = Job(fn, args, Future(), wake)
         if deadline is not None:
             self._watchdog.add(deadline, job, late)
         self._put(job)
@@ -173,7 +178,8 @@ class Worker:
             if future is None:
                 return
             future.set_result(result)
-        self.wake_executor()
+        if job.wake:
+            self.wake_executor()
 
     def wake_executor(self):
         """Wake the node's executor: a coroutine awaiting a job's Future resumes only when it wakes."""
@@ -200,12 +206,15 @@ def _worker_priority(node):
 
 
 class Job:
-    """A queued call: ``fn(*args)``, the Future of its result (None: nobody waits), and who claimed it."""
+    """A queued call: ``fn(*args)``, the Future of its result (None: nobody waits), and who claimed it.
 
-    __slots__ = ('fn', 'args', 'future', '_claimed', '_lock')
+    ``wake``: whether the executor is woken once the Future is set (``Worker.run``).
+    """
 
-    def __init__(self, fn, args, future):
-        self.fn, self.args, self.future = fn, args, future
+    __slots__ = ('fn', 'args', 'future', 'wake', '_claimed', '_lock')
+
+    def __init__(self, fn, args, future, wake=True):
+        self.fn, self.args, self.future, self.wake = fn, args, future, wake
         self._claimed = False
         self._lock = threading.Lock()
 
@@ -295,7 +304,8 @@ class Watchdog:
             job.future.set_result(late())
         except Exception as exc:  # the caller learns of it, as of a failed job
             job.future.set_exception(exc)
-        self._woken()
+        if job.wake:
+            self._woken()
 
 
 class DutyWindow:

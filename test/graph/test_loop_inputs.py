@@ -1,4 +1,4 @@
-"""LoopInputs: subscriptions taken by the loop thread, never by the executor, and a flood bounded per cycle."""
+"""LoopInputs: subscriptions and services taken by their thread, never by the executor; a flood bounded per cycle."""
 import subprocess
 import sys
 import threading
@@ -172,6 +172,39 @@ def test_an_inputs_thread_runs_callbacks_on_arrival_also_of_subscriptions_made_o
         assert [v for v, _ in later.items] == [0, 1, 2] and [v for v, _ in received.items] == [1, 10, 11, 12]
     finally:
         thread.stop()
+    assert not thread.is_alive()
+
+
+def test_an_inputs_thread_takes_service_requests_and_another_thread_sends_the_answers(node):
+    """The IK node's ~/solve: each request on the inputs thread, answered from a worker, none by the executor."""
+    from std_srvs.srv import SetBool
+    inputs = LoopInputs(node)
+    takers, answerers = [], []
+
+    def answer_later(request, header):
+        takers.append(threading.get_ident())
+
+        def answer():
+            answerers.append(threading.get_ident())
+            service.send_response(SetBool.Response(success=request.data, message=f'{len(takers)}'), header)
+        threading.Thread(target=answer).start()
+    service = node.create_service(SetBool, 'switch', answer_later, callback_group=inputs.group)
+    caller = rclpy.create_node('loop_inputs_caller')
+    client = caller.create_client(SetBool, 'switch')
+    thread = InputsThread(inputs, Logger())
+    thread.start()
+    try:
+        assert client.wait_for_service(timeout_sec=10.0)
+        answers = []
+        for data in (True, False, True):
+            future = client.call_async(SetBool.Request(data=data))
+            rclpy.spin_until_future_complete(caller, future, timeout_sec=10.0)
+            answers.append((future.result().success, future.result().message))
+        assert answers == [(True, '1'), (False, '2'), (True, '3')]
+        assert set(takers) == {thread.ident} and thread.ident not in answerers
+    finally:
+        thread.stop()
+        caller.destroy_node()
     assert not thread.is_alive()
 
 

@@ -3,8 +3,8 @@
 The truth is the requirement itself, read on the test's clock: a call is due ``timeout + ANSWER_MARGIN`` after
 the service callback received it, whatever the worker was doing.  Streamed targets are handed to the node's
 subscription callback as the executor would (a thread standing in for a flood), and their handling is made
-slow (as under CPU load) so that a call queued behind one would outlast its timeout.  The service callback
-coroutine is driven by hand, as an executor resumes it on each wake (no DDS, no executor).
+slow (as under CPU load) so that a call queued behind one would outlast its timeout.  Calls are handed to
+the service callback as the node's inputs thread takes them (no DDS, no executor).
 """
 import gc
 import threading
@@ -57,46 +57,41 @@ def _request(chain, q):
 
 
 class Calls:
-    """Service calls in flight: each a coroutine of the node's service callback, resumed until it answers.
+    """Service calls in flight, handed to the node's service callback as its inputs thread takes them.
 
-    A call is received when its callback hands it to the worker, and answered when its response is set (on the
-    thread that answered it): the test thread's own scheduling, which polls the coroutines, does not count.
+    A call is received when its callback hands it to the worker, and answered when its response is sent (on the
+    thread that answered it: the worker, or the watchdog for a late one).
     """
 
     def __init__(self, node, monkeypatch):
         self._node = node
-        self.pending = []    # (answer record, coroutine)
         self.answered = []   # (seconds from reception to answer, response)
         self._records = []
+        self._lock = threading.Lock()
         run = node.worker.run
 
         def traced(*args, **kwargs):
-            record = self._records[-1]
-            record['received'] = time.monotonic()
-            future = run(*args, **kwargs)
-            future.add_done_callback(lambda _: record.setdefault('answered', time.monotonic()))
-            return future
+            self._records[-1]['received'] = time.monotonic()
+            return run(*args, **kwargs)
+
+        def send_response(response, header):
+            with self._lock:
+                self.answered.append((time.monotonic() - header['received'], response))
         monkeypatch.setattr(node.worker, 'run', traced)
+        monkeypatch.setattr(node._solve_service, 'send_response', send_response)
 
     def call(self, request):
         self._records.append({})
-        self.pending.append((self._records[-1], self._node._on_solve(request, SolveIK.Response())))
-        self.poll()   # the executor runs the callback up to its first await on reception
+        self._node._on_solve(request, self._records[-1])   # the record stands for the caller's header
 
-    def poll(self):
-        """Resume every pending call once (an executor's wake); record the ones that answered."""
-        for entry in list(self.pending):
-            record, coroutine = entry
-            try:
-                coroutine.send(None)
-            except StopIteration as done:
-                self.answered.append((record['answered'] - record['received'], done.value))
-                self.pending.remove(entry)
+    @property
+    def pending(self):
+        with self._lock:
+            return len(self._records) - len(self.answered)
 
     def wait_all(self, timeout=5.0):
         deadline = time.monotonic() + timeout
         while self.pending and time.monotonic() < deadline:
-            self.poll()
             time.sleep(0.0005)
 
 
@@ -109,10 +104,7 @@ def test_a_call_behind_a_handling_that_outlasts_its_timeout_is_answered_timeout_
     assert started.wait(5.0)
     calls = Calls(node, monkeypatch)
     calls.call(_request(ik7, HOME + 0.1))
-    deadline = time.monotonic() + 0.3
-    while calls.pending and time.monotonic() < deadline:
-        calls.poll()
-        time.sleep(0.0005)
+    calls.wait_all(0.3)
     release.set()
     calls.wait_all()
     (elapsed, response), = calls.answered
@@ -151,7 +143,6 @@ def test_calls_during_a_flood_of_slow_targets_are_answered_within_their_timeout(
             if time.monotonic() >= next_call:
                 calls.call(_request(ik7, HOME + rng.uniform(-0.2, 0.2, 7)))
                 made, next_call = made + 1, time.monotonic() + 0.04
-            calls.poll()
             time.sleep(0.0005)
     finally:
         stop.set()

@@ -1,0 +1,52 @@
+"""``~/solve`` is taken by the IK node's inputs thread and answered by its worker: no executor spins the node."""
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+pytest.importorskip('ik_solver_interfaces.srv', reason='ik_solver_interfaces is not built')
+
+from conftest import URDF_DIR  # noqa: E402, I100
+from ik_solver.core.transforms import pose_error  # noqa: E402
+from ik_solver.ros.messages import joint_positions, matrix_to_pose  # noqa: E402
+from ik_solver_interfaces.msg import SolveStatus  # noqa: E402
+from ik_solver_interfaces.srv import SolveIK  # noqa: E402
+
+HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
+
+
+def test_a_call_is_answered_and_its_status_published_with_no_executor_spinning_the_node(ik7):
+    """A caller in another node gets the solution (FK -> IK -> FK round trip), then the call's status."""
+    from ros_fixtures import in_process_ik_nodes
+    with in_process_ik_nodes(urdf_file=str(URDF_DIR / 'ik7.urdf.xacro'), timeout=0.05) as make:
+        node = make()
+        deadline = time.monotonic() + 60.0
+        while node.robot is None and time.monotonic() < deadline:   # the model loads on a thread of its own
+            time.sleep(0.01)
+        assert node.robot is not None and node.executor is None
+        caller = rclpy.create_node('solve_caller')
+        events = []
+        caller.create_subscription(SolveStatus, '/ik_solver/status', lambda msg: events.append(('status', msg)), 10)
+        client = caller.create_client(SolveIK, '/ik_solver/solve')
+        try:
+            assert client.wait_for_service(timeout_sec=10.0)
+            target = ik7.fk(HOME + 0.1)
+            request = SolveIK.Request()
+            request.target.header.frame_id = 'base_link'
+            request.target.pose = matrix_to_pose(target)
+            future = client.call_async(request)
+            future.add_done_callback(lambda done: events.append(('answer', done.result())))
+            end = time.monotonic() + 10.0
+            while len(events) < 2 and time.monotonic() < end:
+                rclpy.spin_once(caller, timeout_sec=0.05)
+            kinds = [kind for kind, _ in events]
+            assert kinds[:1] == ['answer'] and 'status' in kinds, kinds
+            response = events[0][1]
+            assert response.success
+            solution, missing = joint_positions(response.solution)
+            assert not missing
+            position, rotation = pose_error(target, ik7.fk(np.array([solution[n] for n in ik7.joint_names])))
+            assert position < 1e-4 and rotation < 1e-3
+        finally:
+            caller.destroy_node()
