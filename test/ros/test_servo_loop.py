@@ -286,52 +286,6 @@ def test_a_unitless_component_beyond_one_is_refused_and_nothing_moves(servo):
     assert wait_for(lambda: recorder.count() > before)
 
 
-class Log:
-    """Stands in for a node's logger: keeps (level, text) of each message."""
-
-    def __init__(self):
-        """Start with no messages."""
-        self.lines = []
-
-    def info(self, text):
-        """Keep an info message."""
-        self.lines.append(('info', text))
-
-    def warning(self, text):
-        """Keep a warning."""
-        self.lines.append(('warning', text))
-
-
-def test_every_fifo_request_is_one_call_and_the_servo_logs_its_answer(monkeypatch):
-    """The loop thread, an IK worker and the simulator's threads ask the kernel for SCHED_FIFO the same way.
-
-    A refusal reaches the servo's log with the kernel's reason, a thread that ended meanwhile is no refusal,
-    and a grant is logged as such; each request names the thread by its native id.
-    """
-    import os
-    from ik_solver.ros import spin
-    calls, answers = [], []
-
-    def setscheduler(tid, policy, param):
-        calls.append((tid, policy, param.sched_priority))
-        answer = answers.pop(0) if answers else None
-        if answer is not None:
-            raise answer
-
-    monkeypatch.setattr(os, 'sched_setscheduler', setscheduler)
-    log = Log()
-    answers[:] = [PermissionError(1, 'Operation not permitted')]
-    spin.real_time_or_warn(log, 40, 'loop thread', 'its commands')
-    assert calls == [(threading.get_native_id(), os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, 40)]
-    assert log.lines[-1][0] == 'warning' and 'Operation not permitted' in log.lines[-1][1]
-    spin.real_time_or_warn(log, 39, 'executor thread', 'its answers')
-    assert log.lines[-1] == ('info', 'executor thread runs under SCHED_FIFO, priority 39')
-    calls.clear()
-    answers[:] = [ProcessLookupError(3, 'No such process')]
-    assert spin.real_time_threads(20) is None   # the first thread had ended: the others are still asked
-    assert sorted(tid for tid, _, _ in calls) == sorted(int(t) for t in os.listdir('/proc/self/task'))
-
-
 def in_thread(work):
     """Return what ``work()`` returns when run in a thread of its own (whose scheduling ends with it)."""
     out = []

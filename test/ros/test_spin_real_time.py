@@ -1,4 +1,7 @@
-"""spin.real_time_or_warn: asks only for a priority, and logs a grant as info and a refusal as one warning."""
+"""SCHED_FIFO requests: one kernel call each; ``real_time_or_warn`` logs a grant as info, a refusal as a warning.
+
+The loop thread, an IK worker and inputs thread and the simulator's threads all ask the kernel the same way.
+"""
 import os
 import threading
 
@@ -17,12 +20,19 @@ class Log:
 
 
 def _asked(monkeypatch, answer=None):
-    """Replace the kernel call: return the list of (tid, priority) asked; ``answer`` is raised if given."""
+    """Replace the kernel call; return the list of (tid, priority) asked.
+
+    ``answer``: an exception every call raises, or a list of those the first calls raise, one each.
+    """
     calls = []
 
     def setscheduler(tid, policy, param):
+        assert policy == os.SCHED_FIFO | os.SCHED_RESET_ON_FORK   # a child process starts with normal scheduling
         calls.append((tid, param.sched_priority))
-        if answer is not None:
+        if isinstance(answer, list):
+            if answer:
+                raise answer.pop(0)
+        elif answer is not None:
             raise answer
     monkeypatch.setattr(os, 'sched_setscheduler', setscheduler)
     return calls
@@ -49,3 +59,9 @@ def test_a_refusal_is_one_warning_with_the_reason_and_what_waits(monkeypatch):
     [(level, text)] = log.lines
     assert level == 'warning' and text.startswith('ik_solver_inputs keeps normal scheduling: SCHED_FIFO priority 29')
     assert 'Operation not permitted' in text and 'joint states and targets wait for the scheduler' in text
+
+
+def test_a_thread_that_ended_meanwhile_is_no_refusal_and_the_others_are_still_asked(monkeypatch):
+    calls = _asked(monkeypatch, [ProcessLookupError(3, 'No such process')])
+    assert spin.real_time_threads(20) is None
+    assert sorted(tid for tid, _ in calls) == sorted(int(t) for t in os.listdir('/proc/self/task'))
