@@ -8,13 +8,14 @@ from the commander's start state and handed to the commander; its ``~/status`` (
 diagnostics) is published after the command went out.  Every target, request and path ends in exactly
 one ``~/status``.
 
-Concurrency: the streams (targets, joint states, the controller's state) are taken by an inputs thread
-(``loop_inputs.InputsThread``), never by the executor, whose Python per message would hold the interpreter
-lock the worker needs; targets are kept in a one-slot mailbox (newest wins, the dropped ones counted as
+Concurrency: the streams (targets, joint states, the controller's state) and ``~/solve`` requests are taken
+by an inputs thread (``loop_inputs.InputsThread``), never by the executor, whose Python per message would hold
+the interpreter lock the worker needs; targets are kept in a one-slot mailbox (newest wins, the dropped ones counted as
 superseded), and while one waits or is handled the next ones wait in the subscription's queue (the newest).
 Solving and commanding (targets, ``~/solve``, ``~/plan_path``, MoveIt's ``compute_ik``, world updates) run
-one at a time on a Worker thread; the node spins a single-threaded executor (``main``) for the services,
-parameters and timers, so ``~/compute_fk`` and the parameter services answer during a solve.
+one at a time on a Worker thread, which sends a ``~/solve`` answer itself; the node spins a single-threaded
+executor (``main``) for the other services, parameters and timers, so ``~/compute_fk`` and the parameter
+services answer during a solve.
 Worker, inputs, executor and middleware threads run under SCHED_FIFO where granted.
 """
 import time
@@ -317,14 +318,22 @@ class IKSolverNode(Node):
     def _answer(self, header, future):
         """Send the answer of a ``~/solve`` call, then report its status (its Outcome) after it.
 
-        Runs on the thread that finished the call: the worker, or the watchdog for one whose timeout ran out.
+        Runs on the thread that finished the call: the worker, the watchdog for one whose timeout ran out, or
+        the inputs thread for one finished before it had queued this.  A job that raised is answered with its
+        error; a failed send is logged and its status still reported.
         """
         try:
             answer, outcome = future.result()
+        except Exception as exc:  # the caller gets an answer whatever happened
+            answer, outcome = self.requests.failed(exc)
+        try:
             self._solve_service.send_response(answer, header)
-            self.reporter.report(outcome)
         except Exception as exc:  # e.g. the node is being destroyed; the thread goes on
-            self.get_logger().error(f'~/solve answer or its status not sent: {exc!r}')
+            self.get_logger().error(f'~/solve answer not sent: {exc!r}')
+        try:
+            self.reporter.report(outcome)
+        except Exception as exc:
+            self.get_logger().error(f'status of an answered ~/solve not published: {exc!r}')
 
     async def _on_plan_path(self, request, response):
         return await self.worker.run(self.requests.plan_path, request, response)

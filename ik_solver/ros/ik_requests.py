@@ -54,7 +54,8 @@ class IKRequests:
         the request, and a request still queued when it has run out (behind a handling that outlasted it) is
         answered TIMEOUT at once, unsolved and never executed.  The Outcome is not reported yet: the caller
         reports it once the answer is on its way (``IKSolverNode._answer``).  The Future's done callbacks run
-        on the thread that sets it (the worker's, or the watchdog's); the executor is not woken.
+        on the thread that sets it (the worker's, or the watchdog's), or at once where they are added to a
+        Future already set; the executor is not woken.
 
         Args:
             worker: the node's Worker.
@@ -78,6 +79,10 @@ class IKRequests:
         return self._respond(None, Outcome('service', 'timeout', (
             f'not solved: the request waited {waited * 1e3:.1f} ms for the solver, which was busy, and its timeout '
             f'of {self.timeout_of(request) * 1e3:g} ms (from its reception) had run out')))
+
+    def failed(self, error):
+        """Return (SolveIK response, Outcome) of a request whose handling raised ``error``: invalid_input."""
+        return self._respond(None, Outcome('service', 'invalid_input', f'unexpected error: {error!r}'))
 
     def solve(self, request, deadline=None):
         """Answer a SolveIK request and report its Outcome (the graph features, e.g. MoveIt's GetPositionIK).

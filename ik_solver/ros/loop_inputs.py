@@ -171,7 +171,7 @@ class LoopInputs:
 
 
 class InputsThread(threading.Thread):
-    """Runs the callbacks of a LoopInputs' subscriptions on a thread of its own, as their messages arrive.
+    """Runs the callbacks of a LoopInputs' subscriptions and services on a thread of its own, as input arrives.
 
     For a node whose streams (joint states, targets, a controller's state, each at hundreds of Hz) would
     otherwise wake its executor: each wake-up costs rclpy's executor most of a millisecond of Python
@@ -194,7 +194,7 @@ class InputsThread(threading.Thread):
         self._running = True
 
     def run(self):
-        real_time_or_warn(self._logger, self._priority, self.name, 'joint states and targets')
+        real_time_or_warn(self._logger, self._priority, self.name, 'its messages and requests')
         while self._running:
             self._inputs.serve(self.PERIOD)
         self._inputs.close()
@@ -234,9 +234,10 @@ def queued_messages(subscription):
 def queued_requests(service):
     """Yield (request, header) of the requests waiting for ``service``, oldest first; none once it is destroyed.
 
-    Taken on the calling thread, not the executor's; the header identifies the caller to ``send_response``.
+    Taken on the calling thread, not the executor's, at most the queue's depth per call, as messages are; the
+    header identifies the caller to ``send_response``.
     """
-    while True:
+    for _ in range(max(service.qos_profile.depth, 1)):
         try:
             with service.handle:
                 request, header = service.handle.service_take_request(service.srv_type.Request)

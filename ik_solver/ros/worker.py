@@ -5,8 +5,8 @@ its pool, it polls in Python; with joint_states at 200 Hz it kept the idle IK
 node at ~100 % of a core (a SingleThreadedExecutor: ~20 %), and on two cores it
 starved the simulator and the clients.  So the node spins single-threaded and
 its solves, which last up to a request's timeout, run here one at a time, in
-arrival order, while joint states, ``~/compute_fk`` and the parameter services
-are answered by the executor.
+arrival order, while ``~/compute_fk`` and the parameter services are answered
+by the executor (an IK node's streams and ``~/solve`` by its inputs thread).
 
 A service callback awaits its job (``async def``, ``return await
 worker.run(fn, ...)``).  rclpy resumes a coroutine awaiting a Future only when
@@ -193,8 +193,8 @@ def real_time_executor():
 
     Below the worker: the executor then does not hold the interpreter lock the worker needs while the
     scheduler runs other processes, and it takes requests and sends the answers of the worker's jobs on
-    time however loaded the machine (``spin.RealTimeExecutor``).  Its work stays bounded: streamed inputs
-    reach it a few per handling at most (the IK node's ``target_mailbox``).
+    time however loaded the machine (``spin.RealTimeExecutor``); an IK node's ``~/solve`` bypasses it.  Its
+    work stays bounded: streamed inputs reach it a few per handling at most (the IK node's ``target_mailbox``).
     """
     return RealTimeExecutor(_worker_priority)
 

@@ -1,4 +1,5 @@
 """``~/solve`` is taken by the IK node's inputs thread and answered by its worker: no executor spins the node."""
+import threading
 import time
 
 import numpy as np
@@ -17,7 +18,7 @@ HOME = np.array([0.0, 0.5, 0.0, -1.4, 0.0, 0.9, 0.0])
 
 
 def test_a_call_is_answered_and_its_status_published_with_no_executor_spinning_the_node(ik7):
-    """A caller in another node gets the solution (FK -> IK -> FK round trip), then the call's status."""
+    """A caller in another node gets the solution (FK -> IK -> FK round trip); the worker sends it, then the status."""
     from ros_fixtures import in_process_ik_nodes
     with in_process_ik_nodes(urdf_file=str(URDF_DIR / 'ik7.urdf.xacro'), timeout=0.05) as make:
         node = make()
@@ -25,6 +26,10 @@ def test_a_call_is_answered_and_its_status_published_with_no_executor_spinning_t
         while node.robot is None and time.monotonic() < deadline:   # the model loads on a thread of its own
             time.sleep(0.01)
         assert node.robot is not None and node.executor is None
+        sent = []   # (what, thread) in the order the node did it
+        send, report = node._solve_service.send_response, node.reporter.report
+        node._solve_service.send_response = lambda *args: (sent.append(('answer', _thread())), send(*args))
+        node.reporter.report = lambda outcome: (sent.append(('status', _thread())), report(outcome))
         caller = rclpy.create_node('solve_caller')
         events = []
         caller.create_subscription(SolveStatus, '/ik_solver/status', lambda msg: events.append(('status', msg)), 10)
@@ -40,9 +45,9 @@ def test_a_call_is_answered_and_its_status_published_with_no_executor_spinning_t
             end = time.monotonic() + 10.0
             while len(events) < 2 and time.monotonic() < end:
                 rclpy.spin_once(caller, timeout_sec=0.05)
-            kinds = [kind for kind, _ in events]
-            assert kinds[:1] == ['answer'] and 'status' in kinds, kinds
-            response = events[0][1]
+            assert sorted(kind for kind, _ in events) == ['answer', 'status']   # both arrived, in either order
+            assert sent == [('answer', 'ik_solver_worker'), ('status', 'ik_solver_worker')]   # status after answer
+            response = dict(events)['answer']
             assert response.success
             solution, missing = joint_positions(response.solution)
             assert not missing
@@ -50,3 +55,7 @@ def test_a_call_is_answered_and_its_status_published_with_no_executor_spinning_t
             assert position < 1e-4 and rotation < 1e-3
         finally:
             caller.destroy_node()
+
+
+def _thread():
+    return threading.current_thread().name

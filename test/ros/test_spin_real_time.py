@@ -54,11 +54,11 @@ def test_a_grant_is_one_info_line_naming_the_thread(monkeypatch):
 def test_a_refusal_is_one_warning_with_the_reason_and_what_waits(monkeypatch):
     _asked(monkeypatch, PermissionError(1, 'Operation not permitted'))
     log = Log()
-    refused = spin.real_time_or_warn(log, 29, 'ik_solver_inputs', 'joint states and targets')
+    refused = spin.real_time_or_warn(log, 29, 'ik_solver_inputs', 'its messages and requests')
     assert 'Operation not permitted' in refused
     [(level, text)] = log.lines
     assert level == 'warning' and text.startswith('ik_solver_inputs keeps normal scheduling: SCHED_FIFO priority 29')
-    assert 'Operation not permitted' in text and 'joint states and targets wait for the scheduler' in text
+    assert 'Operation not permitted' in text and 'its messages and requests wait for the scheduler' in text
 
 
 def test_a_thread_that_ended_meanwhile_is_no_refusal_and_the_others_are_still_asked(monkeypatch):

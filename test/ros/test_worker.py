@@ -53,6 +53,26 @@ def test_jobs_run_in_order_on_one_other_thread_and_wake_the_executor(node):
     worker.stop()
 
 
+def test_a_job_whose_done_callbacks_do_the_rest_leaves_the_executor_asleep(node):
+    """wake=False (the IK node's ~/solve): its done callback runs on the worker, in time or late, no wake-up."""
+    worker = Worker(node)
+    seen = []
+    done = worker.run(lambda: 'answer', wake=False)
+    done.add_done_callback(lambda future: seen.append((future.result(), threading.current_thread().name)))
+    release = threading.Event()
+    worker.post(release.wait, 5.0)   # holds the worker past the next job's deadline
+    late = worker.run(lambda: 'solved', deadline=time.monotonic() + 0.05, late=lambda: 'late', wake=False)
+    late.add_done_callback(lambda future: seen.append((future.result(), threading.current_thread().name)))
+    assert _wait(late.done)
+    release.set()
+    assert _wait(lambda: len(seen) == 2)
+    assert seen[0][0] == 'answer' and seen[0][1] in ('worker', 'MainThread')   # main: done before it was added
+    assert seen[1] == ('late', 'worker_watchdog')
+    time.sleep(0.05)
+    assert node.wakes == 0
+    worker.stop()
+
+
 def test_a_failed_job_reaches_its_caller_and_the_thread_goes_on(node):
     worker = Worker(node)
     failed = worker.run(lambda: 1 / 0)
