@@ -57,5 +57,41 @@ def test_a_call_is_answered_and_its_status_published_with_no_executor_spinning_t
             caller.destroy_node()
 
 
+def test_a_call_whose_timeout_runs_out_behind_a_long_job_is_answered_timeout_by_the_watchdog(ik7):
+    """The worker held 0.5 s: the call is answered TIMEOUT over DDS within its timeout + 50 ms, never solved."""
+    from ros_fixtures import in_process_ik_nodes
+    timeout = 0.05
+    with in_process_ik_nodes(urdf_file=str(URDF_DIR / 'ik7.urdf.xacro'), timeout=timeout) as make:
+        node = make()
+        deadline = time.monotonic() + 60.0
+        while node.robot is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sent = []
+        send = node._solve_service.send_response
+        node._solve_service.send_response = lambda *args: (sent.append(_thread()), send(*args))
+        caller = rclpy.create_node('late_caller')
+        client = caller.create_client(SolveIK, '/ik_solver/solve')
+        release = threading.Event()
+        try:
+            assert client.wait_for_service(timeout_sec=10.0)
+            node.worker.post(release.wait, 5.0)   # a handling that outlasts the call's timeout
+            request = SolveIK.Request()
+            request.target.header.frame_id = 'base_link'
+            request.target.pose = matrix_to_pose(ik7.fk(HOME + 0.1))
+            called = time.monotonic()
+            future = client.call_async(request)
+            while not future.done() and time.monotonic() < called + 5.0:
+                rclpy.spin_once(caller, timeout_sec=0.01)
+            answered = time.monotonic() - called
+            release.set()
+            response = future.result()
+            assert response is not None and response.reason == SolveIK.Response.TIMEOUT and not response.success
+            assert answered < timeout + 0.05 + 0.1, f'answered after {answered * 1e3:.0f} ms'   # + DDS both ways
+            assert sent == ['worker_watchdog']
+        finally:
+            release.set()
+            caller.destroy_node()
+
+
 def _thread():
     return threading.current_thread().name
