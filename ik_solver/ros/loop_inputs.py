@@ -71,15 +71,15 @@ class LoopInputs:
         if not self._pending:
             time.sleep(timeout)
             return
-        ready = self._wait(self._pending, timeout)
+        ready, _ = self._wait(self._pending, timeout)
         if ready:
             self._pending = [entry for entry in self._pending if entry not in ready]
             self._dispatch(ready)
 
     def serve(self, timeout):
-        """Wait up to ``timeout`` [s] for any of the group's subscriptions; run the callbacks of those ready.
+        """Wait up to ``timeout`` [s] for the group's subscriptions and services; run the callbacks of those ready.
 
-        The group's subscriptions are looked up on every call: one created or destroyed meanwhile (a new
+        The group's subscriptions and services are looked up on every call: one created or destroyed meanwhile (a new
         controller's state) is served from the next call on.  A held one (``hold_while``) is not waited on;
         ``wake`` ends the wait early, to look again.
         """
@@ -88,7 +88,9 @@ class LoopInputs:
             if self._guard is None:
                 self._guard = _rclpy.GuardCondition(self._node.context.handle)
         entries = [entry for entry in self._subscriptions if not self._holds.get(entry[0], _never)()]
-        self._dispatch(self._wait(entries, timeout, self._guard, self._services))
+        ready, requested = self._wait(entries, timeout, self._guard, self._services)
+        self._dispatch(ready)
+        self._dispatch_requests(requested)
 
     def hold_while(self, subscription, predicate):
         """Leave ``subscription``'s messages in its queue while ``predicate()`` is True (``serve`` only).
@@ -125,7 +127,7 @@ class LoopInputs:
         self._wait_set = _rclpy.WaitSet(len(subscriptions), 1, 0, 0, len(services), 0, self._node.context.handle)
 
     def _wait(self, entries, timeout, guard=None, services=()):
-        """Return the entries and services ready within ``timeout`` [s] (or when ``guard`` triggers).
+        """Return (entries, services) ready within ``timeout`` [s] (or when ``guard`` triggers).
 
         An entry is ready when its subscription has a message, a service when it has a request; the handles
         are held through the wait: one destroyed meanwhile is released after it.
@@ -141,33 +143,37 @@ class LoopInputs:
                     held.enter_context(service.handle)
                     wait_set.add_service(service.handle)
             except InvalidHandle:   # destroyed: the next call looks the entities up again
-                return []
+                return [], []
             if guard is not None:
                 wait_set.add_guard_condition(guard)
             wait_set.wait(int(timeout * 1e9))
         ready = set(wait_set.get_ready_entities('subscription'))
         ready_services = set(wait_set.get_ready_entities('service')) if services else ()
-        return [entry for entry in entries if entry[0].handle.pointer in ready] + \
-            [service for service in services if service.handle.pointer in ready_services]
+        return ([entry for entry in entries if entry[0].handle.pointer in ready],
+                [service for service in services if service.handle.pointer in ready_services])
 
     def _dispatch(self, entries):
-        """Run the callbacks of the subscriptions' messages and the services' requests that wait (oldest first).
+        """Run each subscription's callback on the messages in its queue (``queued_messages``)."""
+        for subscription, with_info in entries:
+            for taken in queued_messages(subscription):
+                self._call(subscription.topic_name, subscription.callback, taken if with_info else taken[:1])
 
-        A callback that raises is logged, and the other messages and subscriptions are still served: one
-        malformed message must not end the thread that takes a node's streams.
+    def _dispatch_requests(self, services):
+        """Run each service's callback on its waiting requests (``queued_requests``): ``callback(request, header)``."""
+        for service in services:
+            for taken in queued_requests(service):
+                self._call(service.srv_name, service.callback, taken)
+
+    def _call(self, name, callback, args):
+        """Run ``callback(*args)`` for input ``name`` (a topic or a service).
+
+        A callback that raises is logged, and the other messages, requests and subscriptions are still served:
+        one malformed message must not end the thread that takes a node's streams.
         """
-        for entry in entries:
-            if isinstance(entry, tuple):
-                subscription, with_info = entry
-                name, calls = subscription.topic_name, ((subscription.callback, taken if with_info else taken[:1])
-                                                        for taken in queued_messages(subscription))
-            else:
-                name, calls = entry.srv_name, ((entry.callback, taken) for taken in queued_requests(entry))
-            for callback, args in calls:
-                try:
-                    callback(*args)
-                except Exception as exc:   # the thread outlives any message
-                    self._node.get_logger().error(f'{name}: message dropped: {exc!r}', throttle_duration_sec=5.0)
+        try:
+            callback(*args)
+        except Exception as exc:   # the thread outlives any message
+            self._node.get_logger().error(f'{name}: message dropped: {exc!r}', throttle_duration_sec=5.0)
 
 
 class InputsThread(threading.Thread):
