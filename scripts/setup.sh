@@ -66,17 +66,18 @@ colcon --log-base "$IK_LOG" build --base-paths "$IK_ROOT" "$IK_ROOT/ik_solver_in
   --event-handlers console_cohesion+ status- summary- >"$IK_LOG/setup_build.txt" 2>&1 \
   || { cat "$IK_LOG/setup_build.txt"; say "colcon build failed"; exit 1; }
 
-# Fill numba's on-disk cache (solver and motion kernels), compiled here and now (IK_SOLVER_KERNELS=inline), the
-# solver's and the motion kernels in two processes at once.  The cache is keyed by source content, so the installed
+# Fill numba's on-disk cache (solver, motion and collision kernels), compiled here and now
+# (IK_SOLVER_KERNELS=inline), the solver's in one process and the others in a second one at once.  The cache is keyed by source content, so the installed
 # copy uses what the source tree compiled; it compiles only if its sources differ.
 say "compiling the numba kernels (seconds when cached; a few minutes of CPU the first time)"
 # shellcheck disable=SC1091
 source "$IK_ROOT/scripts/env.sh"
-KEYS='from ik_solver.core.kernel_cache import content_key as k; print(k("core"), k("motion"))'
+KEYS='from ik_solver.core.kernel_cache import content_key as k; print(k("core"), k("motion"), k("collision"))'
 warm() {  # $1: the folder to run in (the source tree, or elsewhere for the installed copy)
   local core motion status=0
   (cd "$1" && IK_SOLVER_KERNELS=inline python -m ik_solver.core.warmup) & core=$!
-  (cd "$1" && IK_SOLVER_KERNELS=inline python -c 'from ik_solver.motion import guard; guard.warm_up()') & motion=$!
+  (cd "$1" && IK_SOLVER_KERNELS=inline python -c 'from ik_solver.motion import guard; guard.warm_up()
+from ik_solver.collision import proximity; proximity.warm_up()') & motion=$!
   wait "$core" || status=$?
   wait "$motion" || status=$?
   return "$status"

@@ -262,6 +262,18 @@ def _closing_gradient(speed, velocity, n):
     return -speed * velocity / float(velocity @ velocity)
 
 
+def warm_up():
+    """Load the box kernels (numba, from the collision kernels' cache) so a node's first collision check is on time.
+
+    Each runs once on one pair of unit boxes, with the argument types the checks pass.  A node whose model
+    has collision geometry calls this at start-up; ``scripts/setup.sh`` compiles them into the cache.
+    """
+    placements = np.stack([np.eye(4), np.eye(4)])
+    slots, pair = np.arange(2, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    boxes = np.zeros((2, 3)), np.ones((2, 3))
+    box_gaps(placements, np.zeros((2, 6)), slots, *boxes, pair, pair + 1)
+    carried_bounds(placements, slots, *boxes, pair, pair + 1, np.zeros((1, 2, 4, 4)), np.ones(1), pair)
+
 @njit(cache=True)
 def carried_bounds(placements, slots, centres, halves, first, second, poses_at, distances, pairs):
     """Return per pair of ``pairs`` a lower bound of its distance now [m] (-inf: never measured).

@@ -10,7 +10,8 @@ ik_solver kernel is cached in
 
 in a folder named by a hash of the *content* of every kernel source file the
 kernel can depend on (all of ``ik_solver/core`` but ``NOT_KERNEL_SOURCES``; for
-``ik_solver/motion`` kernels, motion's files too).  Any copy of the same code finds the same folder;
+``ik_solver/motion`` and ``ik_solver/collision`` kernels, their own
+sub-package's files too).  Any copy of the same code finds the same folder;
 any edit of any of those files selects a new, empty one, so no kernel can
 outlive a change in a kernel it uses.  When the folder cannot be written,
 numba's own locations are used.
@@ -94,7 +95,7 @@ WARM_MARK = 'warm_up.done'
 
 _PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 #: Sub-packages holding kernels, and the sub-packages whose sources each one's kernels depend on.
-_DEPENDS = {'core': ('core',), 'motion': ('core', 'motion')}
+_DEPENDS = {'core': ('core',), 'motion': ('core', 'motion'), 'collision': ('core', 'collision')}
 #: Files of those that hold no kernel and that no kernel imports: the cache machinery and the warm-up.
 NOT_KERNEL_SOURCES = frozenset({'kernel_cache.py', 'interpreted.py', 'compile_server.py', 'warmup.py'})
 _log = logging.getLogger('ik_solver')
@@ -116,7 +117,7 @@ def content_key(subpackage, package=_PACKAGE):
     """Return the hash of the sources that kernels of ``subpackage`` may use (read once per process).
 
     Args:
-        subpackage: 'core' or 'motion'.
+        subpackage: 'core', 'motion' or 'collision'.
         package: the ``ik_solver`` package folder (this one by default).
     """
     if (package, subpackage) not in _keys:
@@ -225,7 +226,7 @@ def mode():
 
 
 def kernel_folder(subpackage):
-    """Return the cache folder of this version of ``subpackage``'s kernels ('core' or 'motion')."""
+    """Return the cache folder of this version of ``subpackage``'s kernels ('core', 'motion' or 'collision')."""
     return cache_root() / f'{subpackage}-{content_key(subpackage)}'
 
 

@@ -14,9 +14,9 @@ PACKAGE = pathlib.Path(kernel_cache.__file__).resolve().parents[1]
 
 
 def _copy(tmp_path, name):
-    """Copy the ik_solver package (its core and motion folders) to tmp_path/name; return the copy."""
+    """Copy the ik_solver package (its kernels' folders) to tmp_path/name; return the copy."""
     target = tmp_path / name / 'ik_solver'
-    for sub in ('core', 'motion'):
+    for sub in ('core', 'motion', 'collision'):
         shutil.copytree(PACKAGE / sub, target / sub, ignore=shutil.ignore_patterns('__pycache__'))
     return target
 
@@ -24,7 +24,7 @@ def _copy(tmp_path, name):
 def test_copies_share_a_key_and_any_edit_changes_it(tmp_path):
     """A source tree and an installed copy find one folder; an edit of any kernel file selects another."""
     a, b = _copy(tmp_path, 'src'), _copy(tmp_path, 'install')
-    for sub in ('core', 'motion'):
+    for sub in ('core', 'motion', 'collision'):
         assert kernel_cache.content_key(sub, a) == kernel_cache.content_key(sub, b) == kernel_cache.content_key(sub)
     methods = b / 'core' / 'methods.py'
     methods.write_text(methods.read_text() + '\n# edited\n')
