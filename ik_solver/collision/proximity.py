@@ -274,6 +274,7 @@ def warm_up():
     box_gaps(placements, np.zeros((2, 6)), slots, *boxes, pair, pair + 1)
     carried_bounds(placements, slots, *boxes, pair, pair + 1, np.zeros((1, 2, 4, 4)), np.ones(1), pair)
 
+
 @njit(cache=True)
 def carried_bounds(placements, slots, centres, halves, first, second, poses_at, distances, pairs):
     """Return per pair of ``pairs`` a lower bound of its distance now [m] (-inf: never measured).

@@ -64,11 +64,14 @@ def _setting():
 
 
 def default_solve():
-    """Solve as ``IKSolver(chain)`` does (lm, no goals), a reachable and an unreachable target, and FK."""
+    """Solve as ``IKSolver(chain)`` does (lm, no goals); read what a node reports of a result (``_reported``).
+
+    A reachable and an unreachable target, and FK.
+    """
     chain, q, target = _setting()
     chain.fk_batch(q[None, :])
     chain.jacobian_batch(q[None, :])
-    IKSolver(chain).solve(target, q)
+    _reported(chain, IKSolver(chain).solve(target, q))
     far = target.copy()
     far[0, 3] = 10.0
     IKSolver(chain).solve(far, q)

@@ -92,17 +92,18 @@ class SplineSampler:
 
     def __init__(self, q0, v0, trajectory, a0=None):
         t = trajectory
-        q0 = np.asarray(q0, float)
-        a0 = np.zeros_like(q0) if a0 is None else np.asarray(a0, float)
+        q0 = np.ascontiguousarray(q0, float)   # the kernels' argument types stay those the warm-up loaded
+        a0 = np.zeros_like(q0) if a0 is None else np.ascontiguousarray(a0, float)
         self.times = np.concatenate(((0.0,), np.asarray(t.times, float)))
         self.positions = np.vstack([q0, t.positions])
         self.velocities = None if t.velocities is None else np.vstack([v0, t.velocities])
         self.accelerations = None if t.accelerations is None else np.vstack([a0, t.accelerations])
         if not np.all(self.times[1:] >= self.times[:-1]):
             raise ValueError('trajectory times must be increasing, finite and not negative')
-        v0 = np.zeros_like(q0) if v0 is None else np.asarray(v0, float)
+        v0 = np.zeros_like(q0) if v0 is None else np.ascontiguousarray(v0, float)
         #: Polynomial coefficients c0..c5 (segments, 6, n) of each segment in its local time.
         self.coefficients = spline_coefficients(q0, v0, a0, *arrays_of(t))
+        self._end = np.ascontiguousarray(self.positions[-1])   # held after the end
 
     @property
     def end_time(self):
@@ -119,7 +120,7 @@ class SplineSampler:
         Within a segment these are the derivatives of its polynomial; a segment
         starts at its first point (right limit).  After the end the last point is held.
         """
-        out = _evaluate(self.times, self.coefficients, self.positions[-1], np.asarray(times, float).reshape(-1))
+        out = _evaluate(self.times, self.coefficients, self._end, np.ascontiguousarray(times, float).reshape(-1))
         return out[0], out[1], out[2], out[3]
 
 

@@ -545,6 +545,17 @@ def jerk_limits(limits, ramp_time):
     return np.where(np.isfinite(limits.jerk), limits.jerk, limits.acceleration / ramp_time)
 
 
+def warm_up_kernels():
+    """Load the servo's own kernels (numba, from the motion kernels' cache); ``scripts/setup.sh`` compiles them.
+
+    ``Servo.warm_up`` runs a whole cycle on a robot; this runs the two per-cycle kernels alone, on one joint,
+    with the argument types the cycle passes, so a set-up leaves none of them to compile at a servo's start.
+    """
+    one, zero = np.ones(1), np.zeros(1)
+    _margin_caps(zero, one, -one, one, 0.1, one, one, 0.01)
+    _filter_step(zero, zero, zero, one, 0.01, one, one)
+
+
 @njit(cache=True, error_model='numpy')
 def _margin_caps(q, v, lower, upper, margin, acceleration, jerk, period):
     """Per joint, the largest speed toward its limit from which it stops at ``margin`` (Servo._brake_at_margins)."""

@@ -429,3 +429,41 @@ def test_joint_jog_reports_the_condition_number_it_moves_through(chain):
         assert np.isfinite(out.condition_number)
     before = run.outputs[-2].state.position   # each cycle judges the state it starts from
     np.testing.assert_allclose(run.outputs[-1].condition_number, np.linalg.cond(chain.jacobian(before)), rtol=1e-9)
+
+
+#: In a fresh process that compiles what the cache lacks: the servo kernels' types after ``warm_up_kernels``, then
+#: after a servo's own warm-up and cycles with a twist and a joint jog on ik7, as a node runs them.
+KERNEL_CHECK = f"""
+from ik_solver.core.chain import load_chain
+from ik_solver.motion import servo as module
+from ik_solver.motion.limits import JointLimits, MotionState
+import numpy as np
+kernels = (module._margin_caps, module._filter_step, module._fraction)
+module.warm_up_kernels()
+warm = [sorted(map(str, k.signatures)) for k in kernels]
+chain = load_chain({arm_files('ik7')[0]!r}, 'base_link', 'tool0')
+n = chain.n
+limits = JointLimits(tuple(chain.joint_names), chain.lower, chain.upper, chain.velocity_limits, np.full(n, 4.0),
+                     np.full(n, np.inf))
+servo = module.Servo(chain, limits, module.ServoSettings(command_in_type='speed_units'))
+servo.warm_up()
+home = MotionState.at_rest(np.array({HOME.tolist()!r}))
+for k, command in enumerate([module.TwistCommand(np.array([0.05, 0, 0, 0, 0, 0.1])),
+                             module.JointJogCommand(np.full(n, 0.1))]):
+    for i in range(3):
+        now = 0.1 * k + 0.01 * i
+        servo.set_command(command, now)
+        servo.step(now, home)
+print(warm == [sorted(map(str, k.signatures)) for k in kernels], all(warm[:2]))
+"""
+
+
+def test_warm_up_kernels_loads_every_type_a_servo_cycle_passes():
+    """After ``warm_up_kernels`` (what set-up runs) a servo's cycles add no kernel type: nothing compiles at start."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, IK_SOLVER_KERNELS='inline')
+    out = subprocess.run([sys.executable, '-c', KERNEL_CHECK], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ['True', 'True']
