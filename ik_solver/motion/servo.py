@@ -383,7 +383,7 @@ class Servo:
         s = self.settings
         q = self.state.position
         J = self._jacobian(q)
-        Jc = kin.goal_rows(J, np.ascontiguousarray(R), self._rows, True)   # command frame, drift rows zero
+        Jc = kin.goal_rows(J, np.ascontiguousarray(R), self._rows, 1)   # command frame (int: the kernels' type)
         secondary = self._nullspace_velocity(q, Jc, R) if self._ns is not None else 0.0
         twist_base = np.concatenate([R @ twist[:3], R @ twist[3:]])
         condition, scale, status = self._singularity_scale(q, J, twist_base)
@@ -546,14 +546,16 @@ def jerk_limits(limits, ramp_time):
 
 
 def warm_up_kernels():
-    """Load the servo's own kernels (numba, from the motion kernels' cache); ``scripts/setup.sh`` compiles them.
+    """Load the kernels only the servo calls (numba, from the kernel cache); ``scripts/setup.sh`` compiles them.
 
-    ``Servo.warm_up`` runs a whole cycle on a robot; this runs the two per-cycle kernels alone, on one joint,
-    with the argument types the cycle passes, so a set-up leaves none of them to compile at a servo's start.
+    ``Servo.warm_up`` runs a whole cycle on a robot; this runs its per-cycle kernels and the command-frame rows
+    alone, on one joint, with the argument types the cycle passes, so a set-up leaves none of them to compile at
+    a servo's start.  (The solver's warm-up covers the kinematics and step kernels it shares with the servo.)
     """
     one, zero = np.ones(1), np.zeros(1)
     _margin_caps(zero, one, -one, one, 0.1, one, one, 0.01)
     _filter_step(zero, zero, zero, one, 0.01, one, one)
+    kin.goal_rows(np.zeros((6, 1)), np.eye(3), np.ones(6), 1)
 
 
 @njit(cache=True, error_model='numpy')
