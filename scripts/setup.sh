@@ -76,8 +76,7 @@ KEYS='from ik_solver.core.kernel_cache import content_key as k; print(k("core"),
 warm() {  # $1: the folder to run in (the source tree, or elsewhere for the installed copy)
   local core motion status=0
   (cd "$1" && IK_SOLVER_KERNELS=inline python -m ik_solver.core.warmup) & core=$!
-  (cd "$1" && IK_SOLVER_KERNELS=inline python -c 'from ik_solver.motion import guard, servo; guard.warm_up()
-servo.warm_up_kernels(); from ik_solver.collision import proximity; proximity.warm_up()') & motion=$!
+  (cd "$1" && IK_SOLVER_KERNELS=inline python -m ik_solver.motion.warmup) & motion=$!
   wait "$core" || status=$?
   wait "$motion" || status=$?
   return "$status"

@@ -1,4 +1,4 @@
-"""``guard.warm_up`` (what the nodes and the set-up run) loads every motion kernel type their moves pass.
+"""``motion.warmup`` (what the set-up runs; nodes run ``guard.warm_up``) loads every type their moves pass.
 
 A kernel type it leaves out is compiled, or run interpreted while a background process compiles it, at a
 node's first moves: a stream then lags by milliseconds per target.  The simulated arm's controller
@@ -16,7 +16,7 @@ CHECK = """
 import inspect
 from numba.core.registry import CPUDispatcher
 import numpy as np
-from ik_solver.motion import command_history, guard, jtc, timing, trajectory_cdr
+from ik_solver.motion import guard, jtc, timing, trajectory_cdr, warmup
 from ik_solver.motion.command_history import CommandHistory
 from ik_solver.motion.commander import Commander, CommanderSettings, StateSources
 from ik_solver.motion.limits import JointLimits, MotionState
@@ -26,7 +26,7 @@ kernels = [k for m in (guard, jtc, timing, trajectory_cdr) for _, k in inspect.g
            if isinstance(k, CPUDispatcher)]
 def types():
     return [sorted(map(str, k.signatures)) for k in kernels]
-guard.warm_up()
+warmup.warm_up()
 warm = types()
 
 class Clock:
