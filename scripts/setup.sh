@@ -67,8 +67,9 @@ colcon --log-base "$IK_LOG" build --base-paths "$IK_ROOT" "$IK_ROOT/ik_solver_in
   || { cat "$IK_LOG/setup_build.txt"; say "colcon build failed"; exit 1; }
 
 # Fill numba's on-disk cache (solver, motion and collision kernels), compiled here and now
-# (IK_SOLVER_KERNELS=inline), the solver's in one process and the others in a second one at once.  The cache is keyed by source content, so the installed
-# copy uses what the source tree compiled; it compiles only if its sources differ.
+# (IK_SOLVER_KERNELS=inline): the solver's in one process, the others meanwhile in a second one.  The cache is
+# keyed by source content, so the installed copy uses what the source tree compiled; it compiles only if its
+# sources differ.
 say "compiling the numba kernels (seconds when cached; a few minutes of CPU the first time)"
 # shellcheck disable=SC1091
 source "$IK_ROOT/scripts/env.sh"
@@ -76,7 +77,8 @@ KEYS='from ik_solver.core.kernel_cache import content_key as k; print(k("core"),
 warm() {  # $1: the folder to run in (the source tree, or elsewhere for the installed copy)
   local core motion status=0
   (cd "$1" && IK_SOLVER_KERNELS=inline python -m ik_solver.core.warmup) & core=$!
-  (cd "$1" && IK_SOLVER_KERNELS=inline python -m ik_solver.motion.warmup) & motion=$!
+  (cd "$1" && IK_SOLVER_KERNELS=inline python -m ik_solver.motion.warmup \
+    && IK_SOLVER_KERNELS=inline python -m ik_solver.collision.warmup) & motion=$!
   wait "$core" || status=$?
   wait "$motion" || status=$?
   return "$status"

@@ -263,10 +263,11 @@ def _closing_gradient(speed, velocity, n):
 
 
 def warm_up():
-    """Load the box kernels (numba, from the collision kernels' cache) so a node's first collision check is on time.
+    """Load the box kernels (numba, from the collision kernels' cache); ``collision.warmup`` runs this.
 
-    Each runs once on one pair of unit boxes, with the argument types the checks pass.  A node whose model
-    has collision geometry calls this at start-up; ``scripts/setup.sh`` compiles them into the cache.
+    Each runs once on one pair of unit boxes, with the argument types the checks pass, so a set-up compiles
+    every type the nodes use (they load them at start-up through their own checks: the IK node's first path
+    check, the servo's warm-up).
     """
     placements = np.stack([np.eye(4), np.eye(4)])
     slots, pair = np.arange(2, dtype=np.int64), np.zeros(1, dtype=np.int64)

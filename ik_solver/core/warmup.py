@@ -51,14 +51,17 @@ class _NoContact:
 
 
 @functools.cache
-def _chain():
-    """Return the warm-up chain (parsed once per process)."""
+def warm_up_chain():
+    """Return the warm-up chain (parsed once per process): revolute, prismatic and continuous joints, links a-d.
+
+    The kernels' types do not depend on the robot, so kernels warmed on it serve every robot.
+    """
     return load_chain(_URDF, 'a', 'd')
 
 
 def _setting():
     """Return the warm-up chain, its middle configuration and the pose there."""
-    chain = _chain()
+    chain = warm_up_chain()
     q = chain.mid_configuration()
     return chain, q, chain.fk(q)
 
@@ -158,7 +161,7 @@ def parts(options, collision=False):
     Raises:
         ValueError: options that no solver accepts.
     """
-    chain = _chain()
+    chain = warm_up_chain()
     variant = make_plan(chain, chain_model(chain), chain_reach(chain), _on_warm_chain(options)).variant
     return {('solve', variant)} | ({('collision', variant)} if collision else set())
 

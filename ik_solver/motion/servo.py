@@ -23,7 +23,7 @@ from enum import IntEnum
 from numba import njit
 import numpy as np
 
-from .limits import MotionState
+from .limits import JointLimits, MotionState
 from .servo_collision import CollisionAvoidance
 from ..core import kinematics as kin
 from ..core.methods import adaptive_dls_step
@@ -462,7 +462,7 @@ class Servo:
         weights, q_pref, pole, elbow, offset = self._ns
         step = secondary_step(q, self.chain.kin_args, self.chain.lower, self.chain.upper, weights,
                               self.settings.nullspace.gain, q_pref, pole, elbow, offset, Jc,
-                              np.ascontiguousarray(R), self._rows, True, 1e-6, self._R, self._p, self._a)
+                              np.ascontiguousarray(R), self._rows, 1, 1e-6, self._R, self._p, self._a)
         return self.settings.nullspace_gain * step
 
     # -- limits -----------------------------------------------------------------------------------
@@ -548,14 +548,18 @@ def jerk_limits(limits, ramp_time):
 def warm_up_kernels():
     """Load the kernels only the servo calls (numba, from the kernel cache); ``scripts/setup.sh`` compiles them.
 
-    ``Servo.warm_up`` runs a whole cycle on a robot; this runs its per-cycle kernels and the command-frame rows
-    alone, on one joint, with the argument types the cycle passes, so a set-up leaves none of them to compile at
-    a servo's start.  (The solver's warm-up covers the kinematics and step kernels it shares with the servo.)
+    ``Servo.warm_up`` runs a cycle of the servo it is called on; this one runs it for a servo with every
+    secondary goal on the solver's warm-up chain (the kernels' types do not depend on the robot), so a set-up
+    leaves no servo kernel to compile at a servo's start, whatever its goals.
     """
-    one, zero = np.ones(1), np.zeros(1)
-    _margin_caps(zero, one, -one, one, 0.1, one, one, 0.01)
-    _filter_step(zero, zero, zero, one, 0.01, one, one)
-    kin.goal_rows(np.zeros((6, 1)), np.eye(3), np.ones(6), 1)
+    from ..core.warmup import warm_up_chain   # the warm-up machinery, which no kernel uses
+    chain = warm_up_chain()
+    n = chain.n
+    limits = JointLimits(tuple(chain.joint_names), chain.lower, chain.upper, chain.velocity_limits, np.ones(n),
+                         np.full(n, np.inf))
+    goals = NullspaceGoals(posture=1.0, limits=1.0, manipulability=1.0, pole=1.0, pole_link='c',  # its elbow
+                           pole_target=np.zeros(3))
+    Servo(chain, limits, ServoSettings(nullspace=goals)).warm_up()
 
 
 @njit(cache=True, error_model='numpy')

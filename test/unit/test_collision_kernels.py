@@ -6,6 +6,9 @@ import sys
 
 from ik_solver.collision import proximity
 from ik_solver.core import kernel_cache
+import pytest
+
+pytest.importorskip('pinocchio', reason='the collision checks run on Pinocchio and Coal')
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

@@ -32,11 +32,13 @@ def test_copies_share_a_key_and_any_edit_changes_it(tmp_path):
     # solver.py links methods' kernels: its key (core's) changes; motion's servo uses them too.
     assert kernel_cache.content_key('core', a) != kernel_cache.content_key('core', b)
     assert kernel_cache.content_key('motion', a) != kernel_cache.content_key('motion', b)
+    assert kernel_cache.content_key('collision', a) != kernel_cache.content_key('collision', b)
     jtc = a / 'motion' / 'jtc.py'
     jtc.write_text(jtc.read_text() + '\n# edited\n')
     kernel_cache._keys.clear()
     assert kernel_cache.content_key('core', a) == kernel_cache.content_key('core')   # core uses no motion kernel
     assert kernel_cache.content_key('motion', a) != kernel_cache.content_key('motion')
+    assert kernel_cache.content_key('collision', a) == kernel_cache.content_key('collision')   # nor collision
 
 
 def test_kernels_live_in_the_user_cache_folder(tmp_path):

@@ -5,6 +5,7 @@ node's first moves: a stream then lags by milliseconds per target.  The simulate
 (``sim.controllers``) runs the same spline kernels on what it receives.
 """
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -72,6 +73,7 @@ print(warm == types(), len(sent))
 
 def test_the_warm_up_loads_every_type_a_node_s_moves_pass():
     env = dict(os.environ, IK_SOLVER_KERNELS='inline')
-    out = subprocess.run([sys.executable, '-c', CHECK], env=env, capture_output=True, text=True, timeout=900)
+    out = subprocess.run([sys.executable, '-c', CHECK], env=env, capture_output=True, text=True, timeout=900,
+                         cwd=pathlib.Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ['True', '7']

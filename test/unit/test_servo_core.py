@@ -432,22 +432,23 @@ def test_joint_jog_reports_the_condition_number_it_moves_through(chain):
 
 
 #: In a fresh process that compiles what the cache lacks: the types of the kernels only the servo calls after
-#: ``warm_up_kernels``, then after a servo's own warm-up and cycles with a twist in a tool frame and a joint jog
-#: on ik7, as a node runs them.
+#: ``warm_up_kernels``, then after the warm-up and cycles (a twist in a tool frame, a joint jog) of a servo on ik7
+#: with nullspace goals, as a node runs them.
 KERNEL_CHECK = f"""
-from ik_solver.core import kinematics
+from ik_solver.core import kinematics, nullspace
 from ik_solver.core.chain import load_chain
 from ik_solver.motion import servo as module
 from ik_solver.motion.limits import JointLimits, MotionState
 import numpy as np
-kernels = (module._margin_caps, module._filter_step, kinematics.goal_rows)
+kernels = (module._margin_caps, module._filter_step, kinematics.goal_rows, nullspace.secondary_step)
 module.warm_up_kernels()
 warm = [sorted(map(str, k.signatures)) for k in kernels]
 chain = load_chain({arm_files('ik7')[0]!r}, 'base_link', 'tool0')
 n = chain.n
 limits = JointLimits(tuple(chain.joint_names), chain.lower, chain.upper, chain.velocity_limits, np.full(n, 4.0),
                      np.full(n, np.inf))
-servo = module.Servo(chain, limits, module.ServoSettings(command_in_type='speed_units'))
+goals = nullspace.NullspaceGoals(posture=1.0, pole=1.0, pole_link='link4', pole_target=np.array([-0.3, 0.0, 1.2]))
+servo = module.Servo(chain, limits, module.ServoSettings(command_in_type='speed_units', nullspace=goals))
 servo.warm_up()
 home = MotionState.at_rest(np.array({HOME.tolist()!r}))
 for k, command in enumerate([module.TwistCommand(np.array([0.05, 0, 0, 0, 0, 0.1]), 'link4'),
@@ -463,9 +464,11 @@ print(warm == [sorted(map(str, k.signatures)) for k in kernels], all(warm))
 def test_warm_up_kernels_loads_every_type_a_servo_cycle_passes():
     """After ``warm_up_kernels`` (what set-up runs) a servo's cycles add no kernel type: nothing compiles at start."""
     import os
+    import pathlib
     import subprocess
     import sys
     env = dict(os.environ, IK_SOLVER_KERNELS='inline')
-    out = subprocess.run([sys.executable, '-c', KERNEL_CHECK], env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run([sys.executable, '-c', KERNEL_CHECK], env=env, capture_output=True, text=True, timeout=600,
+                         cwd=pathlib.Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ['True', 'True']
