@@ -1,6 +1,7 @@
-"""Shared fixtures: the bundled arms, robots from example-robot-data, and small test URDFs."""
+"""Shared fixtures: the bundled arms, robots from example-robot-data, small test URDFs, a fresh kernel process."""
 import os
 import pathlib
+import subprocess
 import sys
 
 from ik_solver.core.chain import load_chain
@@ -76,6 +77,18 @@ def panda():
 @pytest.fixture(scope='session')
 def ur5():
     return load_chain(example_robot('ur_description/urdf/ur5_robot.urdf'), 'base_link', 'tool0')
+
+
+def printed_by_kernel_process(code):
+    """Run Python ``code`` in a fresh process that compiles what the kernel cache lacks; return its printed words.
+
+    ``IK_SOLVER_KERNELS=inline``, from the source tree: what the warm-up tests compare (kernel types loaded or
+    compiled) does not depend on what the cache holds.
+    """
+    out = subprocess.run([sys.executable, '-c', code], env=dict(os.environ, IK_SOLVER_KERNELS='inline'),
+                         capture_output=True, text=True, timeout=900, cwd=pathlib.Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
 
 
 #: A chain with every joint kind: revolute, fixed, prismatic, continuous and a mimic joint.

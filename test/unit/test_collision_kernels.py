@@ -1,9 +1,7 @@
 """The collision kernels: in the content-keyed cache, and ``proximity.warm_up`` loads every type the checks use."""
-import os
 import pathlib
-import subprocess
-import sys
 
+from conftest import printed_by_kernel_process
 from ik_solver.collision import proximity
 from ik_solver.core import kernel_cache
 import pytest
@@ -42,9 +40,5 @@ def test_collision_kernels_are_cached_by_content():
 
 
 def test_warm_up_loads_every_type_the_checks_pass():
-    """After ``warm_up`` the checks add no kernel type: a node's first collision check compiles or loads nothing."""
-    env = dict(os.environ, **{kernel_cache.MODE_ENV: 'inline'})
-    out = subprocess.run([sys.executable, '-c', CHECKS], env=env, capture_output=True, text=True, cwd=ROOT,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ['True', 'True']
+    """After ``warm_up`` the checks add no kernel type: a node's first collision check compiles nothing."""
+    assert printed_by_kernel_process(CHECKS) == ['True', 'True']

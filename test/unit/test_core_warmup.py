@@ -1,8 +1,5 @@
 """``core.warmup``: what the set-up compiles covers what a node reads of every result, so its start compiles nothing."""
-import os
-import pathlib
-import subprocess
-import sys
+from conftest import printed_by_kernel_process
 
 #: In a process that compiles what the cache lacks: the types of the kernels a node runs on each result after the
 #: set-up's first step, then after what a node loads at start (``load``) and reads of a result on a real arm.
@@ -23,8 +20,4 @@ print(warm == [sorted(map(str, k.signatures)) for k in kernels], all(warm))
 
 
 def test_the_first_step_loads_what_a_node_reads_of_a_result():
-    root = pathlib.Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, '-c', CHECK], env=dict(os.environ, IK_SOLVER_KERNELS='inline'),
-                         capture_output=True, text=True, timeout=900, cwd=root)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ['True', 'True']
+    assert printed_by_kernel_process(CHECK) == ['True', 'True']

@@ -4,10 +4,7 @@ A kernel type it leaves out is compiled, or run interpreted while a background p
 node's first moves: a stream then lags by milliseconds per target.  The simulated arm's controller
 (``sim.controllers``) runs the same spline kernels on what it receives.
 """
-import os
-import pathlib
-import subprocess
-import sys
+from conftest import printed_by_kernel_process
 
 #: In a fresh process that compiles what the cache lacks: the motion kernels' types after the warm-up, then after
 #: the moves a node sends (a move from rest, moves that continue the command under way while the arm follows it,
@@ -72,8 +69,4 @@ print(warm == types(), len(sent))
 
 
 def test_the_warm_up_loads_every_type_a_node_s_moves_pass():
-    env = dict(os.environ, IK_SOLVER_KERNELS='inline')
-    out = subprocess.run([sys.executable, '-c', CHECK], env=env, capture_output=True, text=True, timeout=900,
-                         cwd=pathlib.Path(__file__).resolve().parents[2])
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ['True', '7']
+    assert printed_by_kernel_process(CHECK) == ['True', '7']

@@ -1,6 +1,7 @@
 """The servo core (motion/servo.py) against independent truths: FK finite differences, limits, closed forms."""
 from dataclasses import replace
 
+from conftest import printed_by_kernel_process
 from ik_solver.core.chain import load_chain
 from ik_solver.core.nullspace import NullspaceGoals
 from ik_solver.core.transforms import make_pose, rotation_vector
@@ -463,12 +464,4 @@ print(warm == [sorted(map(str, k.signatures)) for k in kernels], all(warm))
 
 def test_warm_up_kernels_loads_every_type_a_servo_cycle_passes():
     """After ``warm_up_kernels`` (what set-up runs) a servo's cycles add no kernel type: nothing compiles at start."""
-    import os
-    import pathlib
-    import subprocess
-    import sys
-    env = dict(os.environ, IK_SOLVER_KERNELS='inline')
-    out = subprocess.run([sys.executable, '-c', KERNEL_CHECK], env=env, capture_output=True, text=True, timeout=600,
-                         cwd=pathlib.Path(__file__).resolve().parents[2])
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ['True', 'True']
+    assert printed_by_kernel_process(KERNEL_CHECK) == ['True', 'True']
