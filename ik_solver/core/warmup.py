@@ -29,10 +29,12 @@ import numpy as np
 
 from . import kernel_cache
 from .chain import load_chain
+from .frames import RobotFrames
 from .methods import LM, METHOD_NAMES
 from .nullspace import manipulability, NullspaceGoals
 from .plan import chain_model, chain_reach, make_plan
 from .solver import IKSolver
+from .urdf import parse_robot
 
 _URDF = """<robot name="warmup"><link name="a"/><link name="b"/><link name="c"/><link name="d"/>
 <joint name="r" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
@@ -69,12 +71,13 @@ def _setting():
 def default_solve():
     """Solve as ``IKSolver(chain)`` does (lm, no goals); read what a node reports of a result (``_reported``).
 
-    A reachable and an unreachable target, and FK.
+    A reachable and an unreachable target, FK, and a link's pose as a node resolves a target given in it.
     """
     chain, q, target = _setting()
     chain.fk_batch(q[None, :])
     chain.jacobian_batch(q[None, :])
     _reported(chain, IKSolver(chain).solve(target, q))
+    RobotFrames(parse_robot(_URDF), 'a').pose('d', {'r': 0.1, 'p': 0.05, 'c': 0.2})   # a target in a robot link
     far = target.copy()
     far[0, 3] = 10.0
     IKSolver(chain).solve(far, q)
