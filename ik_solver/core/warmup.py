@@ -83,11 +83,16 @@ def default_solve():
     IKSolver(chain).solve(far, q)
 
 
+def warm_up_goals():
+    """Return nullspace goals of every kind on the warm-up chain (the pole on its link 'c'), one iteration each."""
+    return NullspaceGoals(posture=1.0, limits=1.0, manipulability=1.0, pole=1.0, pole_link='c',
+                          pole_target=np.zeros(3), iterations=1)
+
+
 def variants(method):
     """Solve with ``method``, with and without nullspace goals and a collision checker."""
     chain, q, target = _setting()
-    goals = NullspaceGoals(posture=1.0, limits=1.0, manipulability=1.0, pole=1.0, pole_link='c',
-                           pole_target=np.zeros(3), iterations=1)
+    goals = warm_up_goals()
     for nullspace in (NullspaceGoals(), goals):
         for collision in (None, _NoContact()):
             IKSolver(chain, method=method, nullspace=nullspace, collision=collision, max_attempts=2,

@@ -552,14 +552,12 @@ def warm_up_kernels():
     secondary goal on the solver's warm-up chain (the kernels' types do not depend on the robot), so a set-up
     leaves no servo kernel to compile at a servo's start, whatever its goals.
     """
-    from ..core.warmup import warm_up_chain   # the warm-up machinery, which no kernel uses
+    from ..core.warmup import warm_up_chain, warm_up_goals   # the warm-up machinery, which no kernel uses
     chain = warm_up_chain()
     n = chain.n
     limits = JointLimits(tuple(chain.joint_names), chain.lower, chain.upper, chain.velocity_limits, np.ones(n),
                          np.full(n, np.inf))
-    goals = NullspaceGoals(posture=1.0, limits=1.0, manipulability=1.0, pole=1.0, pole_link='c',  # its elbow
-                           pole_target=np.zeros(3))
-    Servo(chain, limits, ServoSettings(nullspace=goals)).warm_up()
+    Servo(chain, limits, ServoSettings(nullspace=warm_up_goals())).warm_up()
 
 
 @njit(cache=True, error_model='numpy')

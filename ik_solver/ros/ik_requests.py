@@ -100,13 +100,12 @@ class IKRequests:
         node = self._node
         context = node.robot
         if context is None:
-            outcome = Outcome('service', 'no_robot_model', 'no robot model loaded yet')
-        else:
-            try:
-                outcome = self._serve_solve(context, request, deadline)
-            except Exception as exc:  # a request must never take the node down
-                node.get_logger().error(f'solve request failed: unexpected error: {exc!r}')
-                outcome = Outcome('service', 'invalid_input', f'unexpected error: {exc!r}')
+            return self._respond(None, Outcome('service', 'no_robot_model', 'no robot model loaded yet'))
+        try:
+            outcome = self._serve_solve(context, request, deadline)
+        except Exception as exc:  # a request must never take the node down
+            node.get_logger().error(f'solve request failed: unexpected error: {exc!r}')
+            return self.failed(exc)
         return self._respond(context, outcome)
 
     def _respond(self, context, outcome):
