@@ -1,6 +1,7 @@
 """The demo with ROS 2 installed: simulated ik7 arm, ik_solver_node, targets (and robot_state_publisher, RViz).
 
 Example: ros2 launch ik_solver_demos demo.launch.py kinematic:=false rviz:=true
+Or beside another arm: ros2 launch ik_solver_demos demo.launch.py namespace:=right
 
 - It runs on a private ROS domain (printed at start) unless you set ROS_DOMAIN_ID:
   a real robot on domain 0 never sees the demo's targets or trajectories.
@@ -13,10 +14,11 @@ import os
 from ik_solver.ros.launch_setup import stop_all_on_exit
 from ik_solver_demos.tools.resources import private_ros_domain
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, LogInfo, SetEnvironmentVariable
+from launch.actions import (DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, LogInfo,
+                            SetEnvironmentVariable)
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import Command, FindExecutable, LaunchConfiguration, PathJoinSubstitution
-from launch_ros.actions import Node
+from launch_ros.actions import Node, PushRosNamespace
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
@@ -49,14 +51,16 @@ def generate_launch_description():
         DeclareLaunchArgument('start_robot_state_publisher', default_value='auto',
                               description='auto (if installed), true or false'),
         DeclareLaunchArgument('rviz', default_value='false', description='true: also start rviz2 (if installed)'),
+        DeclareLaunchArgument('namespace', default_value='', description='Namespace of every node, e.g. right'),
         # First: if it refuses its arguments (e.g. start_robot_state_publisher:=true without the package)
         # launch stops before any process has started, so none is left behind.
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(PathJoinSubstitution([share, 'launch', 'ik_solver.launch.py'])),
             launch_arguments={'robot': 'ik7',
                               'start_robot_state_publisher': LaunchConfiguration('start_robot_state_publisher'),
-                              'rviz': LaunchConfiguration('rviz')}.items()),
-        sim,
-        demo,
+                              'rviz': LaunchConfiguration('rviz'),
+                              'namespace': LaunchConfiguration('namespace')}.items()),
+        # the demo's client finds the arm and the IK node by relative names: all three share the namespace
+        GroupAction([PushRosNamespace(LaunchConfiguration('namespace')), sim, demo]),
         stop_all_on_exit([sim, demo]),  # the included file does the same for its own processes
     ])

@@ -166,7 +166,7 @@ def docstring_examples(name, package='ik_solver'):
 def test_launch_files_declare_their_arguments():
     assert {'robot', 'urdf_file', 'config', 'xacro_args', 'namespace', 'rviz', 'joint_states_topic'} <= \
         declared(LAUNCH_DIR / 'ik_solver.launch.py')
-    assert {'kinematic', 'output_dir', 'start_robot_state_publisher', 'rviz'} <= \
+    assert {'kinematic', 'output_dir', 'start_robot_state_publisher', 'rviz', 'namespace'} <= \
         declared(DEMOS_LAUNCH_DIR / 'demo.launch.py')
     servo = {name for name, _, _ in SERVO_LAUNCH_ARGUMENTS}
     assert declared(LAUNCH_DIR / 'servo.launch.py') == declared(DEMOS_LAUNCH_DIR / 'servo.launch.py') == servo
@@ -312,6 +312,25 @@ def test_demos_servo_launch_adds_the_simulator_to_the_runtime_servo():
     assert source.location.endswith('/share/ik_solver/launch/servo.launch.py'), source.location
     passed = {name for name, _ in include.launch_arguments}
     assert passed == {name for name, _, _ in SERVO_LAUNCH_ARGUMENTS}
+
+
+def test_demo_launch_puts_every_node_in_the_namespace():
+    """namespace:=right: the demo's client finds the arm and the IK node by relative names, so all share it."""
+    pytest.importorskip('launch_ros', reason='launch_ros is not installed (not on PyPI); needs a ROS 2 install')
+    from launch.actions import GroupAction, IncludeLaunchDescription
+    from launch.utilities import normalize_to_list_of_substitutions, perform_substitutions
+    from launch_ros.actions import Node, PushRosNamespace
+    context, entities = launch_entities('demo.launch.py', {'namespace': 'right'}, DEMOS_LAUNCH_DIR)
+    group = next(e for e in entities if isinstance(e, GroupAction))
+    inside = group.get_sub_entities()
+    push = next(a for a in inside if isinstance(a, PushRosNamespace))
+    assert perform_substitutions(context, push.namespace) == 'right'
+    assert sorted(n.node_executable for n in inside if isinstance(n, Node)) == ['ik_demo', 'sim_arm_node']
+    include = next(e for e in entities if isinstance(e, IncludeLaunchDescription))
+    passed = {perform_substitutions(context, normalize_to_list_of_substitutions(name)):
+              perform_substitutions(context, normalize_to_list_of_substitutions(value))
+              for name, value in include.launch_arguments}
+    assert passed['namespace'] == 'right'
 
 
 def test_private_ros_domain_unless_the_user_set_one():
