@@ -113,8 +113,8 @@ class IKSolverNode(Node):
 
         The collision-checked search is loaded with the model, where it has collision geometry.
         """
-        self.get_logger().info(f"loading the compiled kernels of method '{values['method']}' (from an empty cache "
-                               'they compile in a background process; solves run interpreted, slower, until then)')
+        # a kernel missing from the cache is announced by kernel_cache when it goes to the background compiler
+        self.get_logger().info(f"loading the compiled kernels of method '{values['method']}'")
         try:
             warm_up_for(solver_options(values))
         except ValueError as exc:  # parameters no solver takes: a model is refused with this reason, nothing solves
