@@ -25,7 +25,10 @@ the ~/solve round trip during the flood (the node stays responsive).
 The benchmark's own process (the client that streams, calls and records) runs under SCHED_FIFO at
 ``--client-priority`` where the system grants it, below the nodes' real-time threads: with ``--load`` it
 would otherwise wait for the scheduler itself, drop the statuses it records and time its own delays, not
-the node's.  ``--client-priority 0`` measures a client with normal scheduling.
+the node's.  Its middleware threads, which stamp each message's reception, run at ``--receive-priority``,
+above the IK node's threads and below the simulated controller's, as a controller's receiving thread: a
+trajectory is timed when it arrives, not when the client next gets a core.  ``--client-priority 0``
+measures a client with normal scheduling.
 """
 import argparse
 import os
@@ -40,7 +43,7 @@ from ik_solver.core.transforms import make_pose
 from ik_solver.ros.ik_node import TARGET_QOS
 from ik_solver.ros.messages import final_joint_positions, matrix_to_pose
 from ik_solver.ros.parameters import BY_NAME
-from ik_solver.ros.spin import real_time_threads
+from ik_solver.ros.spin import middleware_threads_real_time, real_time_threads
 from ik_solver_interfaces.srv import SolveIK
 import numpy as np
 import rclpy
@@ -63,6 +66,11 @@ ANSWER_MARGIN = 0.050
 IDLE_SECONDS = 3.0
 #: SCHED_FIFO priority of the benchmark's own threads: below the IK node's (worker 30, executor 29).
 CLIENT_PRIORITY = 20
+#: SCHED_FIFO priority of the benchmark's middleware threads, which stamp each message's reception: above the
+#: IK node's threads, below the simulated controller's (50), as a controller's receiving thread.  At the
+#: client's own priority they waited on two cores behind the node's handling of the next target, and the
+#: latency measured when the client got the CPU, not when the trajectory arrived.
+RECEIVE_PRIORITY = 45
 
 
 def solve_timeout():
@@ -424,17 +432,22 @@ def solve_request(chain, q):
     return request
 
 
-def client_real_time(priority):
+def client_real_time(priority, receive_priority=RECEIVE_PRIORITY):
     """Run this process's threads (the observer's included) under SCHED_FIFO at ``priority``; print the outcome.
 
-    The processes it starts (nodes, load, flood publishers) start with normal scheduling (``spin._fifo``).
+    Its middleware threads, which stamp each message's reception, run at ``receive_priority`` (0: as the
+    others).  The processes it starts (nodes, load, flood publishers) start with normal scheduling
+    (``spin._fifo``).
     """
     if priority <= 0:
         print('the benchmark client runs with normal scheduling')
         return
     refused = real_time_threads(priority)
-    print(f'the benchmark client runs under SCHED_FIFO priority {priority}' if refused is None else
-          f'the benchmark client keeps normal scheduling: SCHED_FIFO priority {priority} refused ({refused})')
+    if refused is None and receive_priority > priority:
+        refused = middleware_threads_real_time(receive_priority)
+    print(f'the benchmark client runs under SCHED_FIFO priority {priority}, its middleware threads at '
+          f'{max(receive_priority, priority)}' if refused is None else
+          f'the benchmark client keeps normal scheduling: SCHED_FIFO refused ({refused})')
 
 
 def main(argv=None):
@@ -444,6 +457,8 @@ def main(argv=None):
     parser.add_argument('--load', type=int, default=0, help='busy-loop processes running beside the nodes')
     parser.add_argument('--client-priority', type=int, default=CLIENT_PRIORITY,
                         help="SCHED_FIFO priority of the benchmark's own threads (0: normal scheduling)")
+    parser.add_argument('--receive-priority', type=int, default=RECEIVE_PRIORITY,
+                        help="SCHED_FIFO priority of the benchmark's middleware threads (0: as its own threads)")
     parser.add_argument('--echo', action='store_true', help=argparse.SUPPRESS)  # run echo_node (internal)
     parser.add_argument('--flood', type=float, help=argparse.SUPPRESS)  # run one flood publisher (internal)
     args, _ = parser.parse_known_args(argv)
@@ -455,7 +470,7 @@ def main(argv=None):
     rclpy.init()
     chain = load_chain(arm_files('ik7')[0], 'base_link', 'tool0')
     observer = ArmObserver(chain.joint_names)
-    client_real_time(args.client_priority)
+    client_real_time(args.client_priority, args.receive_priority)
     load = busy_loops(args.load)
     print(f'{args.load} busy-loop processes beside the nodes; load average {os.getloadavg()[0]:.2f}')
     try:
