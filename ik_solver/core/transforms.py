@@ -162,7 +162,7 @@ def pose_error(T_target, T):
 
 
 def pose_errors(T_target, Ts):
-    """Return ``pose_error`` of many poses at once, in one vectorised pass.
+    """Return ``pose_error`` of many poses at once, in one compiled pass (a node runs it for every target).
 
     The angle of R_target R^T comes from the atan2 of its sine and cosine: accurate near 0 and pi alike.
 
@@ -173,12 +173,26 @@ def pose_errors(T_target, Ts):
     Returns:
         (B, 2) array: position error [m] and orientation error [rad, 0..pi] of each pose.
     """
-    T_target, Ts = np.asarray(T_target, float), np.asarray(Ts, float)
-    R = np.einsum('ij,bkj->bik', T_target[:3, :3], Ts[:, :3, :3])
-    sine = 0.5 * np.linalg.norm(np.stack([R[:, 2, 1] - R[:, 1, 2], R[:, 0, 2] - R[:, 2, 0],
-                                          R[:, 1, 0] - R[:, 0, 1]], axis=1), axis=1)
-    cosine = 0.5 * (np.trace(R, axis1=1, axis2=2) - 1.0)
-    return np.stack([np.linalg.norm(Ts[:, :3, 3] - T_target[:3, 3], axis=1), np.arctan2(sine, cosine)], axis=1)
+    Ts = np.asarray(Ts, float)
+    if Ts.ndim != 3 or Ts.shape[1:] != (4, 4):
+        raise ValueError(f'poses must be (B, 4, 4), got {Ts.shape}')
+    return _pose_errors(np.ascontiguousarray(T_target, float), np.ascontiguousarray(Ts))
+
+
+@njit(cache=True)
+def _pose_errors(T_target, Ts):
+    out = np.empty((Ts.shape[0], 2))
+    for b in range(Ts.shape[0]):
+        T = Ts[b]
+        dx, dy, dz = T[0, 3] - T_target[0, 3], T[1, 3] - T_target[1, 3], T[2, 3] - T_target[2, 3]
+        E = np.empty((3, 3))   # R_target R^T
+        for r in range(3):
+            for k in range(3):
+                E[r, k] = T_target[r, 0] * T[k, 0] + T_target[r, 1] * T[k, 1] + T_target[r, 2] * T[k, 2]
+        sx, sy, sz = E[2, 1] - E[1, 2], E[0, 2] - E[2, 0], E[1, 0] - E[0, 1]
+        out[b, 0] = math.sqrt(dx * dx + dy * dy + dz * dz)
+        out[b, 1] = math.atan2(0.5 * math.sqrt(sx * sx + sy * sy + sz * sz), 0.5 * (E[0, 0] + E[1, 1] + E[2, 2] - 1.0))
+    return out
 
 
 def check_pose(T, what='target pose'):

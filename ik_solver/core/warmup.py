@@ -34,6 +34,7 @@ from .methods import LM, METHOD_NAMES
 from .nullspace import manipulability, NullspaceGoals
 from .plan import chain_model, chain_reach, make_plan
 from .solver import IKSolver
+from .transforms import pose_errors
 from .urdf import parse_robot
 
 _URDF = """<robot name="warmup"><link name="a"/><link name="b"/><link name="c"/><link name="d"/>
@@ -71,10 +72,11 @@ def _setting():
 def default_solve():
     """Solve as ``IKSolver(chain)`` does (lm, no goals); read what a node reports of a result (``_reported``).
 
-    A reachable and an unreachable target, FK, and a link's pose as a node resolves a target given in it.
+    A reachable and an unreachable target, FK, a target's seed (``_seeded``), and a link's pose as a node
+    resolves a target given in it.
     """
     chain, q, target = _setting()
-    chain.fk_batch(q[None, :])
+    _seeded(chain, q, target)
     chain.jacobian_batch(q[None, :])
     _reported(chain, IKSolver(chain).solve(target, q))
     RobotFrames(parse_robot(_URDF), 'a').pose('d', {'r': 0.1, 'p': 0.05, 'c': 0.2})   # a target in a robot link
@@ -184,7 +186,7 @@ def load(options, collision=False):
 
     They are loaded on the warm-up chain (their types do not depend on the robot), so a solver of any robot
     built later loads nothing: its step method and goals, with ``collision`` the collision-checked search,
-    and of a result its ``sigma_min`` (an SVD) and the manipulability of its Jacobian.
+    the seed's pose errors, and of a result its ``sigma_min`` (an SVD) and the manipulability of its Jacobian.
 
     Args:
         options: the solver's ``SolverOptions``.
@@ -198,8 +200,14 @@ def load(options, collision=False):
         return
     chain, q, target = _setting()
     result = IKSolver(chain, _on_warm_chain(options), collision=_NoContact() if collision else None).solve(target, q)
+    _seeded(chain, q, target)
     _reported(chain, result)
     _loaded.update(wanted)
+
+
+def _seeded(chain, q, target):
+    """Return what a node computes to seed each target's solve: two poses' errors from it (``Commander.seed``)."""
+    return pose_errors(target, chain.fk_batch(np.stack([q, q])))
 
 
 def _reported(chain, result):
