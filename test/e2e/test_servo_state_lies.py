@@ -49,12 +49,13 @@ class Liar:
                 self.truth.append((time.monotonic(), msg))
 
     def _lie(self):
+        offset = self.offset   # read once: the test clears it while this runs (a raise would end the executor)
         with self.lock:
-            if self.offset is None or not self.truth:
+            if offset is None or not self.truth:
                 return
             true = self.truth[-1][1]
         lie = JointState(name=list(true.name), position=list(true.position), velocity=list(true.velocity))
-        lie.position[0] += self.offset
+        lie.position[0] += offset
         lie.header.stamp = self.node.get_clock().now().to_msg()
         lie.header.frame_id = LIAR
         self.pub.publish(lie)
