@@ -12,7 +12,7 @@ ros2 launch ik_solver ik_solver.launch.py urdf_file:=/path/arm.urdf.xacro xacro_
 Precedence (ik_solver.ros.launch_setup.ik_node_setup): the node's defaults, then the
 parameter file (config:=, else the bundled robot's; none for urdf_file:= alone),
 then only the launch arguments you gave.  When one started process exits, the
-others are stopped too.
+others are stopped too; when it failed (a non-zero exit code), ros2 launch exits with 1.
 """
 from ik_solver.ros.launch_setup import flag, IK_LAUNCH_ARGUMENTS, ik_node_setup, package_available, \
     stop_all_on_exit, TRUE

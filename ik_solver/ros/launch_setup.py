@@ -141,16 +141,35 @@ def servo_parameters(context):
 def stop_all_on_exit(actions):
     """Return a launch event handler that stops the whole launch when one of ``actions`` exits.
 
-    It logs the process and its exit code first.  (launch is imported here: it is
+    It logs the process and its exit code first (``on_process_exit``).  (launch is imported here: it is
     not on PyPI, and this module must import without it.)
     """
-    from launch.actions import LogInfo, RegisterEventHandler, Shutdown
+    from launch.actions import RegisterEventHandler
     from launch.event_handlers import OnProcessExit
+    return RegisterEventHandler(OnProcessExit(target_action=lambda action: action in actions,
+                                              on_exit=on_process_exit))
 
-    def on_exit(event, context):
-        return [LogInfo(msg=f'{event.action.name} exited with code {event.returncode}: stopping the others'),
-                Shutdown(reason=f'{event.action.name} exited')]
-    return RegisterEventHandler(OnProcessExit(target_action=lambda action: action in actions, on_exit=on_exit))
+
+class ProcessFailed(RuntimeError):
+    """A process of the launch exited with a non-zero code while the launch was running."""
+
+
+def on_process_exit(event, context):
+    """Stop the launch after a process exited; a failure (non-zero code, not in a shutdown) fails the launch.
+
+    launch sets its own exit code only for an error raised in it, so ``ProcessFailed`` is raised: launch logs
+    it, stops the other processes and ``ros2 launch`` exits with 1, and a script (a CI job, the demo) sees the
+    failure.  A clean exit, or any exit once the launch is shutting down, stops the others with 0.
+
+    Args:
+        event: launch's ProcessExited event.
+        context: the LaunchContext.
+    """
+    from launch.actions import LogInfo, Shutdown
+    name, code = event.action.name, event.returncode
+    if code != 0 and not context.is_shutdown:
+        raise ProcessFailed(f'{name} exited with code {code}: stopping the others')
+    return [LogInfo(msg=f'{name} exited with code {code}: stopping the others'), Shutdown(reason=f'{name} exited')]
 
 
 def package_available(name):

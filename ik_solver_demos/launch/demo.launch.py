@@ -7,7 +7,8 @@ Or beside another arm: ros2 launch ik_solver_demos demo.launch.py namespace:=rig
   a real robot on domain 0 never sees the demo's targets or trajectories.
 - robot_state_publisher starts only where it is installed (start_robot_state_publisher:=auto,
   the default); it is not on PyPI, so a PyPI-wheel set-up runs without it.
-- When any process exits (the demo finished, or a node failed) all the others are stopped.
+- When any process exits (the demo finished, or a node failed) all the others are stopped; when it failed
+  (a failed demo, a crashed node) ros2 launch exits with 1.
 """
 import os
 

@@ -11,10 +11,11 @@ these tests check what the node would finally see.
 import ast
 import pathlib
 import shlex
+from types import SimpleNamespace
 
 from ik_solver.core.urdf import parse_robot
-from ik_solver.ros.launch_setup import IK_LAUNCH_ARGUMENTS, ik_node_setup, NodeSetup, package_available, \
-    SERVO_LAUNCH_ARGUMENTS, stop_all_on_exit
+from ik_solver.ros.launch_setup import IK_LAUNCH_ARGUMENTS, ik_node_setup, NodeSetup, on_process_exit, \
+    package_available, ProcessFailed, SERVO_LAUNCH_ARGUMENTS, stop_all_on_exit
 from ik_solver_demos.tools.launcher import flat_parameters
 import pytest
 import yaml
@@ -265,6 +266,21 @@ def test_launch_files_describe_without_errors():
             _, entities = launch_entities(name, {}, folder)
             assert any(isinstance(e, RegisterEventHandler) for e in entities), name  # one exit stops all
     assert stop_all_on_exit([]) is not None
+
+
+@pytest.mark.parametrize('code, shutting_down, fails', [
+    (0, False, False), (1, False, True), (-9, False, True), (-2, True, False), (1, True, False)])
+def test_a_process_failure_fails_the_launch_and_a_clean_exit_does_not(code, shutting_down, fails):
+    """A node's crash or a failed demo makes ``ros2 launch`` exit 1 (launch's code for an error raised in it)."""
+    pytest.importorskip('launch', reason='launch is not installed (not on PyPI); needs a ROS 2 install')
+    from launch.actions import Shutdown
+    event = SimpleNamespace(action=SimpleNamespace(name='ik_demo-3'), returncode=code)
+    context = SimpleNamespace(is_shutdown=shutting_down)
+    if fails:
+        with pytest.raises(ProcessFailed, match=f'ik_demo-3 exited with code {code}'):
+            on_process_exit(event, context)
+    else:
+        assert isinstance(on_process_exit(event, context)[-1], Shutdown)
 
 
 def test_missing_robot_state_publisher_or_rviz_starts_nothing_unwanted():
