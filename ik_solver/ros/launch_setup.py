@@ -141,13 +141,19 @@ def servo_parameters(context):
 def stop_all_on_exit(actions):
     """Return a launch event handler that stops the whole launch when one of ``actions`` exits.
 
-    It logs the process and its exit code first (``on_process_exit``).  (launch is imported here: it is
-    not on PyPI, and this module must import without it.)
+    It logs the process and its exit code first (``on_process_exit``).  It runs after the process's other exit
+    handlers (launch runs the newest first): a failure it raises ends the event's handling, and the process's
+    last output, its own ``on_exit`` actions and launch_testing's record of its exit come before.  (launch is
+    imported here: it is not on PyPI, and this module must import without it.)
     """
     from launch.actions import RegisterEventHandler
     from launch.event_handlers import OnProcessExit
-    return RegisterEventHandler(OnProcessExit(target_action=lambda action: action in actions,
-                                              on_exit=on_process_exit))
+
+    class RegisterLast(RegisterEventHandler):
+        def execute(self, context):
+            context.register_event_handler(self.event_handler, append=True)
+
+    return RegisterLast(OnProcessExit(target_action=lambda action: action in actions, on_exit=on_process_exit))
 
 
 class ProcessFailed(RuntimeError):

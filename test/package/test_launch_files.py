@@ -283,6 +283,20 @@ def test_a_process_failure_fails_the_launch_and_a_clean_exit_does_not(code, shut
         assert isinstance(on_process_exit(event, context)[-1], Shutdown)
 
 
+def test_a_failed_process_ends_the_launch_with_1_after_its_own_exit_actions():
+    """Run by launch: the failure is raised after the process's own ``on_exit`` (and launch_testing's record)."""
+    pytest.importorskip('launch', reason='launch is not installed (not on PyPI); needs a ROS 2 install')
+    from launch import LaunchDescription, LaunchService
+    from launch.actions import ExecuteProcess, OpaqueFunction
+    seen = []
+    failing = ExecuteProcess(cmd=['bash', '-c', 'exit 3'], name='failing',
+                             on_exit=[OpaqueFunction(function=lambda context: seen.append('on_exit'))])
+    service = LaunchService()
+    service.include_launch_description(LaunchDescription([failing, stop_all_on_exit([failing])]))
+    assert service.run() == 1
+    assert seen == ['on_exit']
+
+
 def test_missing_robot_state_publisher_or_rviz_starts_nothing_unwanted():
     pytest.importorskip('launch_ros', reason='launch_ros is not installed (not on PyPI); needs a ROS 2 install')
     from launch.actions import LogInfo
