@@ -272,7 +272,7 @@ def test_launch_files_describe_without_errors():
     (0, False, False), (1, False, True), (-9, False, True), (-2, True, False), (1, True, False)])
 def test_a_process_failure_fails_the_launch_and_a_clean_exit_does_not(code, shutting_down, fails):
     """A node's crash or a failed demo makes ``ros2 launch`` exit 1 (launch's code for an error raised in it)."""
-    pytest.importorskip('launch', reason='launch is not installed (not on PyPI); needs a ROS 2 install')
+    pytest.importorskip('launch.actions', reason='launch is not installed (not on PyPI); needs a ROS 2 install')
     from launch.actions import Shutdown
     event = SimpleNamespace(action=SimpleNamespace(name='ik_demo-3'), returncode=code)
     context = SimpleNamespace(is_shutdown=shutting_down)
@@ -285,7 +285,7 @@ def test_a_process_failure_fails_the_launch_and_a_clean_exit_does_not(code, shut
 
 def test_a_failed_process_ends_the_launch_with_1_after_its_own_exit_actions():
     """Run by launch: the failure is raised after the process's own ``on_exit`` (and launch_testing's record)."""
-    pytest.importorskip('launch', reason='launch is not installed (not on PyPI); needs a ROS 2 install')
+    pytest.importorskip('launch.actions', reason='launch is not installed (not on PyPI); needs a ROS 2 install')
     from launch import LaunchDescription, LaunchService
     from launch.actions import ExecuteProcess, OpaqueFunction
     seen = []
