@@ -145,7 +145,7 @@ def test_nullspace_posture_moves_elbow_not_hand(ik7):
     q_pref = q + np.array([0, 0, 1.0, 0, 0, 0, 0])
     plain = IKSolver(ik7).solve(target, q)
     goals = NullspaceGoals(posture=1.0, q_pref=q_pref, iterations=200)
-    shaped = IKSolver(ik7, nullspace=goals).solve(target, q)
+    shaped = IKSolver(ik7, nullspace=goals, timeout=0.5).solve(target, q)   # generous: the machine is shared
     assert_solution(ik7, shaped, target)
     # With q as seed the plain solve stays put; the posture goal moves joint 3 toward q_pref.
     assert np.linalg.norm(shaped.joints - q_pref) < np.linalg.norm(plain.joints - q_pref) - 0.2
@@ -175,7 +175,7 @@ def test_limit_avoidance_lowers_limit_cost(ik7, rng):
     lowered = 0
     for q in ik7.random_configuration(rng, 10):
         target = ik7.fk(q)
-        result = IKSolver(ik7, nullspace=NullspaceGoals(limits=1.0, iterations=300)).solve(target, q)
+        result = IKSolver(ik7, nullspace=NullspaceGoals(limits=1.0, iterations=300), timeout=0.5).solve(target, q)
         assert_solution(ik7, result, target)
         assert _limit_cost(ik7, result.joints) <= _limit_cost(ik7, q) + 1e-9
         lowered += _limit_cost(ik7, result.joints) < _limit_cost(ik7, q) - 1e-3
