@@ -130,12 +130,19 @@ POSE_DEFECTS = {4: 'position contains NaN or inf', 5: 'last row must be [0, 0, 0
 
 
 @njit(cache=True)
-def rotation_error(R_target, R):
-    """Rotation vector of R_target R^T: the base-frame rotation that takes R to R_target (compiled)."""
+def _relative_rotation(R_target, R):
+    """Return R_target R^T (3x3), written out for the compiled callers."""
     E = np.empty((3, 3))
     for r in range(3):
         for k in range(3):
             E[r, k] = R_target[r, 0] * R[k, 0] + R_target[r, 1] * R[k, 1] + R_target[r, 2] * R[k, 2]
+    return E
+
+
+@njit(cache=True)
+def rotation_error(R_target, R):
+    """Rotation vector of R_target R^T: the base-frame rotation that takes R to R_target (compiled)."""
+    E = _relative_rotation(R_target, R)
     c = min(1.0, max(-1.0, 0.5 * (E[0, 0] + E[1, 1] + E[2, 2] - 1.0)))
     angle = np.arccos(c)
     w = np.array([E[2, 1] - E[1, 2], E[0, 2] - E[2, 0], E[1, 0] - E[0, 1]])
@@ -185,10 +192,7 @@ def _pose_errors(T_target, Ts):
     for b in range(Ts.shape[0]):
         T = Ts[b]
         dx, dy, dz = T[0, 3] - T_target[0, 3], T[1, 3] - T_target[1, 3], T[2, 3] - T_target[2, 3]
-        E = np.empty((3, 3))   # R_target R^T
-        for r in range(3):
-            for k in range(3):
-                E[r, k] = T_target[r, 0] * T[k, 0] + T_target[r, 1] * T[k, 1] + T_target[r, 2] * T[k, 2]
+        E = _relative_rotation(T_target, T)   # reads the rotation block only
         sx, sy, sz = E[2, 1] - E[1, 2], E[0, 2] - E[2, 0], E[1, 0] - E[0, 1]
         out[b, 0] = math.sqrt(dx * dx + dy * dy + dz * dz)
         out[b, 1] = math.atan2(0.5 * math.sqrt(sx * sx + sy * sy + sz * sz), 0.5 * (E[0, 0] + E[1, 1] + E[2, 2] - 1.0))
