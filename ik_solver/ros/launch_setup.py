@@ -173,9 +173,10 @@ def on_process_exit(event, context):
     """
     from launch.actions import LogInfo, Shutdown
     name, code = event.action.name, event.returncode
+    message = f'{name} exited with code {code}: stopping the others'
     if code != 0 and not context.is_shutdown:
-        raise ProcessFailed(f'{name} exited with code {code}: stopping the others')
-    return [LogInfo(msg=f'{name} exited with code {code}: stopping the others'), Shutdown(reason=f'{name} exited')]
+        raise ProcessFailed(message)
+    return [LogInfo(msg=message), Shutdown(reason=f'{name} exited')]
 
 
 def package_available(name):

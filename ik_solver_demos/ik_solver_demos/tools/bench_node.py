@@ -443,11 +443,13 @@ def client_real_time(priority, receive_priority=RECEIVE_PRIORITY):
         print('the benchmark client runs with normal scheduling')
         return
     refused = real_time_threads(priority)
-    if refused is None and receive_priority > priority:
-        refused = middleware_threads_real_time(receive_priority)
+    if refused is not None:
+        print(f'the benchmark client keeps normal scheduling: SCHED_FIFO priority {priority} refused ({refused})')
+        return
+    receive = max(receive_priority, priority)
+    refused = middleware_threads_real_time(receive) if receive > priority else None
     print(f'the benchmark client runs under SCHED_FIFO priority {priority}, its middleware threads at '
-          f'{max(receive_priority, priority)}' if refused is None else
-          f'the benchmark client keeps normal scheduling: SCHED_FIFO refused ({refused})')
+          + (f'{receive}' if refused is None else f'{priority}: priority {receive} refused ({refused})'))
 
 
 def main(argv=None):
