@@ -17,7 +17,7 @@ import pytest
 
 NAMES = ('a', 'b', 'c')
 LOWER, UPPER = np.full(3, -2.0), np.full(3, 2.0)
-#: The arm's limits, which the checker holds the commands to; the node plans within half of them (ik7.yaml).
+#: The arm's limits, which the checker holds the commands to; the node plans within half of them (its defaults).
 VELOCITY, ACCELERATION, JERK = np.full(3, 1.5), np.full(3, 3.0), np.full(3, 120.0)
 SCALING = 0.5
 HOME = np.array([0.1, -0.2, 0.3])
