@@ -4,7 +4,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import kinematics as kin
-from .kernel_data import GoalData, kernel_variant, Model, pack, Params, StepGains, Task
+from .kernel_data import GoalData, kernel_variant, Model, pack, Params, StepGains, Task, with_float
 from .methods import method_id
 from .options import check_number, MODE_MANIPULABILITY, MODES, SolverOptions
 
@@ -86,7 +86,7 @@ def retimed(plan, timeout):
         return plan
     params = plan.params._replace(timeout=float(timeout))
     return Plan(replace(plan.options, timeout=timeout), plan.model, params, (plan.model, params),
-                pack(plan.model, params), plan.variant)
+                with_float(plan.packed, plan.model, 'timeout', params.timeout), plan.variant)
 
 
 def _reach_limit(reach, w, bounds, opts):

@@ -1,6 +1,6 @@
 """The kernels' named data: the packed plan of the single-solve kernel gives every field back, with its type."""
 from ik_solver.core import kernel_data
-from ik_solver.core.kernel_data import INT_FIELDS, pack, unpack
+from ik_solver.core.kernel_data import FLOAT_FIELDS, INT_FIELDS, pack, unpack, with_float
 from ik_solver.core.options import node_range, OPTION_RANGES, SolverOptions
 from ik_solver.core.plan import chain_model, chain_reach, make_plan
 from ik_solver.core.solver import IKSolver
@@ -37,6 +37,25 @@ def test_unpack_gives_back_every_packed_field(ik7, rng):
         for (name, want), (other, got) in zip(leaves(want_tuple), leaves(got_tuple)):
             assert name == other
             np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def replaced(params, path, value):
+    """Return nested namedtuples ``params`` with the leaf at dotted ``path`` set to ``value``."""
+    name, _, rest = path.partition('.')
+    return params._replace(**{name: replaced(getattr(params, name), rest, value) if rest else value})
+
+
+@pytest.mark.parametrize('field', FLOAT_FIELDS)
+def test_one_float_set_in_a_packed_plan_is_the_plan_packed_with_it(mixed, rng, field):
+    plan = IKSolver(mixed)._plan   # a mimic and a fixed joint: fewer variables than joints
+    assert len(plan.model.lower) < len(plan.model.kind)
+    model, params = distinct(plan.model, plan.params, rng)
+    packed = pack(model, params)
+    before = packed[0].copy()
+    got = with_float(packed, model, field, 0.125)
+    for got_array, want in zip(got, pack(model, replaced(params, field, 0.125))):
+        np.testing.assert_array_equal(got_array, want)
+    np.testing.assert_array_equal(packed[0], before)   # the plan it came from keeps its own value
 
 
 def test_every_params_field_is_packed(ik7):
