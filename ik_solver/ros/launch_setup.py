@@ -165,16 +165,22 @@ def on_process_exit(event, context):
 
     launch sets its own exit code only for an error raised in it, so ``ProcessFailed`` is raised: launch logs
     it, stops the other processes and ``ros2 launch`` exits with 1, and a script (a CI job, the demo) sees the
-    failure.  A clean exit, or any exit once the launch is shutting down, stops the others with 0.
+    failure.  A clean exit stops the others with 0.  An exit once the launch is shutting down (Ctrl-C, or
+    another process's exit) does nothing more: the others are being stopped already, and launch says so.
 
     Args:
         event: launch's ProcessExited event.
         context: the LaunchContext.
+
+    Returns:
+        launch actions: a log line and a Shutdown, or none while shutting down.
     """
+    if context.is_shutdown:
+        return []
     from launch.actions import LogInfo, Shutdown
     name, code = event.action.name, event.returncode
     message = f'{name} exited with code {code}: stopping the others'
-    if code != 0 and not context.is_shutdown:
+    if code != 0:
         raise ProcessFailed(message)
     return [LogInfo(msg=message), Shutdown(reason=f'{name} exited')]
 
