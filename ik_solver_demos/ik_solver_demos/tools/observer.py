@@ -207,10 +207,14 @@ class ArmObserver(Node):
 
     @staticmethod
     def result(future, timeout):
-        """Return the result of a call's ``future``, or None when it is not done within ``timeout`` [s]."""
-        deadline = time.monotonic() + timeout
-        while not future.done() and time.monotonic() < deadline:
-            time.sleep(0.0005)
+        """Return the result of a call's ``future``, or None when it is not done within ``timeout`` [s].
+
+        Woken by the future's done callback, which the executor runs as it takes the answer: polling would add
+        up to its period to every call a benchmark times.
+        """
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        done.wait(timeout)
         return future.result() if future.done() else None
 
 
