@@ -18,6 +18,7 @@ All instants are seconds on one clock (``time.monotonic`` in the nodes; a simula
 """
 from collections import deque
 from dataclasses import replace
+import itertools
 import time
 
 import numpy as np
@@ -50,6 +51,8 @@ class CommandHistory:
         self._clock = clock
         #: (t0, start MotionState, TimedPath, SplineSampler) of the last commands, oldest first
         self._recent = deque(maxlen=RECENT_COMMANDS)
+        #: (lowest, highest) positions of each of them, start included: the envelope ``expectation`` unites
+        self._envelopes = deque(maxlen=RECENT_COMMANDS)
 
     @property
     def _sent(self):
@@ -61,6 +64,8 @@ class CommandHistory:
         trajectory = Trajectory(path.times, path.positions, path.velocities, path.accelerations)
         sampler = SplineSampler(start.position, start.velocity, trajectory, start.acceleration)
         self._recent.append((self._clock() if t0 is None else t0, start, path, sampler))
+        self._envelopes.append((np.minimum(start.position, path.positions.min(axis=0)),
+                                np.maximum(start.position, path.positions.max(axis=0))))
 
     def next_move(self, start, plan, lead, follow=True):
         """Return (start, TimedPath): ``plan(state)``, a move from ``state``, departing ``lead`` s after ``start``.
@@ -190,17 +195,22 @@ class CommandHistory:
         return MotionState(q[0], v[0], a[0])
 
     def expectation(self, at, velocity_limits, pause):
-        """Return where the arm can be at ``at`` [s] under the last command (an Expectation), or None.
+        """Return where the arm can be at ``at`` [s] under our commands (an Expectation), or None.
 
-        Anywhere the command passes, and after its end as far as ``velocity_limits`` allow in the time since,
-        counted up to ``pause`` [s] at most: a bound that grew with every second of rest would, after a pause,
-        take any reading for one the command explains.
+        Anywhere the command the controller ran at ``at`` passes, or one sent after it: a reading describes
+        an instant that may lie before the newest command (delivered late, or from a simulator behind the
+        wall clock), when the arm was on an earlier one, which a stream's newest need not pass.  After the
+        newest command's end, as far as ``velocity_limits`` allow in the time since, counted up to ``pause``
+        [s] at most: a bound that grew with every second of rest would, after a pause, take any reading for
+        one the commands explain.  Before the oldest command kept, all kept ones count.
         """
         if self._sent is None:
             return None
-        t0, start, path, sampler = self._sent
-        low = np.minimum(start.position, path.positions.min(axis=0))
-        high = np.maximum(start.position, path.positions.max(axis=0))
+        first = next((i for i in range(len(self._recent) - 1, -1, -1) if self._recent[i][0] <= at), 0)
+        envelopes = list(itertools.islice(self._envelopes, first, None))
+        low = np.min([low for low, _ in envelopes], axis=0)
+        high = np.max([high for _, high in envelopes], axis=0)
+        t0, _, _, sampler = self._sent
         drift = np.asarray(velocity_limits) * min(max(0.0, at - t0 - sampler.end_time), pause)
         return Expectation(low - drift, high + drift, origin=t0)
 

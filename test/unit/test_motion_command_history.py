@@ -98,6 +98,32 @@ def test_a_measurement_older_than_the_newest_command_is_compared_with_the_comman
     assert chosen.time == 0.5 and np.abs(chosen.velocity).max() > 0.1   # the replay now, moving
 
 
+def test_a_reading_from_before_the_newest_command_is_expected_where_the_command_then_took_the_arm():
+    """The envelope of a reading's instant unites the command run then and those sent since, no older one.
+
+    With the newest command's alone, a stream's true joint_states read late (a simulator behind the wall
+    clock, 0.1-0.4 s) fell outside it by the distance the arm had moved since, and were refused as lies.
+    """
+    history = CommandHistory()
+    rest = _at_rest(np.zeros(3), 0.0)
+    first = plan_move(rest, np.array([1.0, -0.8, 0.5]), LIMITS, 0.05)
+    history.sent(rest, first, 0.0)
+    there = _at_rest(first.positions[-1], 5.0)
+    back = plan_move(there, np.array([0.6, -0.5, 0.2]), LIMITS, 0.05)
+    history.sent(there, back, 5.0)
+    early = history.reference(0.2).position   # on the first command, before the second started
+    late = history.expectation(5.1, LIMITS.velocity, 0.25)
+    assert np.any(early < late.lower)   # the newest command alone never takes the arm there
+    then = history.expectation(0.2, LIMITS.velocity, 0.25)
+    assert np.all(then.lower <= early) and np.all(early <= then.upper)
+    np.testing.assert_allclose(then.lower, np.minimum.reduce([rest.position, first.positions.min(axis=0),
+                                                              back.positions.min(axis=0)]))
+    np.testing.assert_allclose(then.upper, np.maximum.reduce([rest.position, first.positions.max(axis=0),
+                                                              back.positions.max(axis=0)]))
+    np.testing.assert_allclose(history.expectation(-1.0, LIMITS.velocity, 0.25).lower, then.lower)  # before both
+    assert late.origin == then.origin == 5.0   # the newest command is the one a waiver names
+
+
 def test_a_start_off_the_replay_departs_at_once():
     history, start = _moving_history()
     measured = MotionState(start.position + 0.01, start.velocity, start.acceleration, start.time)
