@@ -18,7 +18,6 @@ All instants are seconds on one clock (``time.monotonic`` in the nodes; a simula
 """
 from collections import deque
 from dataclasses import replace
-import itertools
 import time
 
 import numpy as np
@@ -35,6 +34,9 @@ REPLAY_MATCH = 1e-6
 FOLLOW_TOLERANCE = 1e-3
 #: Commands kept to judge a controller's reference stamped before the newest (100 Hz: the last 0.64 s).
 RECENT_COMMANDS = 64
+#: Commands whose envelopes are kept to judge a joint state stamped before the newest (200 Hz: the last 2.5 s,
+#: beyond joint_states_timeout): two vectors each, where a command's replay holds its whole spline.
+RECENT_ENVELOPES = 512
 #: A start whose joints all move slower than this (rad/s or m/s; accelerations: per s) is at rest.
 REST_SPEED = 1e-3
 
@@ -51,8 +53,9 @@ class CommandHistory:
         self._clock = clock
         #: (t0, start MotionState, TimedPath, SplineSampler) of the last commands, oldest first
         self._recent = deque(maxlen=RECENT_COMMANDS)
-        #: (lowest, highest) positions of each of them, start included: the envelope ``expectation`` unites
-        self._envelopes = deque(maxlen=RECENT_COMMANDS)
+        #: (t0, end [s], lowest, highest positions, start included) of the last commands, oldest first: one
+        #: tuple appended per command, so ``expectation`` on another thread reads a consistent snapshot
+        self._envelopes = deque(maxlen=RECENT_ENVELOPES)
 
     @property
     def _sent(self):
@@ -63,8 +66,9 @@ class CommandHistory:
         """Remember ``path`` (TimedPath), sent from MotionState ``start`` at ``t0`` [s on the clock; None: now]."""
         trajectory = Trajectory(path.times, path.positions, path.velocities, path.accelerations)
         sampler = SplineSampler(start.position, start.velocity, trajectory, start.acceleration)
-        self._recent.append((self._clock() if t0 is None else t0, start, path, sampler))
-        self._envelopes.append((np.minimum(start.position, path.positions.min(axis=0)),
+        t0 = self._clock() if t0 is None else t0
+        self._recent.append((t0, start, path, sampler))
+        self._envelopes.append((t0, t0 + sampler.end_time, np.minimum(start.position, path.positions.min(axis=0)),
                                 np.maximum(start.position, path.positions.max(axis=0))))
 
     def next_move(self, start, plan, lead, follow=True):
@@ -202,16 +206,17 @@ class CommandHistory:
         wall clock), when the arm was on an earlier one, which a stream's newest need not pass.  After the
         newest command's end, as far as ``velocity_limits`` allow in the time since, counted up to ``pause``
         [s] at most: a bound that grew with every second of rest would, after a pause, take any reading for
-        one the commands explain.  Before the oldest command kept, all kept ones count.
+        one the commands explain.  A reading from before every command kept is held to the newest alone:
+        nothing kept says where the arm was then.
         """
-        if self._sent is None:
+        envelopes = tuple(self._envelopes)   # the worker appends while joint states are judged
+        if not envelopes:
             return None
-        first = next((i for i in range(len(self._recent) - 1, -1, -1) if self._recent[i][0] <= at), 0)
-        envelopes = list(itertools.islice(self._envelopes, first, None))
-        low = np.min([low for low, _ in envelopes], axis=0)
-        high = np.max([high for _, high in envelopes], axis=0)
-        t0, _, _, sampler = self._sent
-        drift = np.asarray(velocity_limits) * min(max(0.0, at - t0 - sampler.end_time), pause)
+        first = next((i for i in range(len(envelopes) - 1, -1, -1) if envelopes[i][0] <= at), len(envelopes) - 1)
+        low = np.min([envelope[2] for envelope in envelopes[first:]], axis=0)
+        high = np.max([envelope[3] for envelope in envelopes[first:]], axis=0)
+        t0, end = envelopes[-1][:2]
+        drift = np.asarray(velocity_limits) * min(max(0.0, at - end), pause)
         return Expectation(low - drift, high + drift, origin=t0)
 
 
