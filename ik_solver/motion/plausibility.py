@@ -18,15 +18,15 @@ first command.  ``StatePlausibility`` believes a reading only when it agrees
   ``tolerance`` plus the distance the velocity and acceleration limits allow in
   the elapsed time, an elapsed time counted up to ``pause`` at most, so the
   bound does not grow over a pause;
-- with the last command, when the caller gives an ``Expectation`` (where the
-  commands sent can have put the arm), within ``tolerance``; a run of
-  consistent readings outside it (another client moved the arm) overrules it
-  for the rest of that command.
+- with our commands, when the caller gives an ``Expectation`` (where the
+  commands sent can have put the arm at the reading's instant), within
+  ``tolerance``; a run of consistent readings outside it (another client moved
+  the arm) overrules it for the rest of the newest command.
 
 After a pause longer than ``pause`` (and before the first reading) no reading
 is believed on its own: a run of at least ``settle_count`` mutually consistent
 readings spanning ``settle_time`` is needed first.  A reading that breaks the
-continuity bound or lies off the last command starts such a run too, and a run
+continuity bound or lies off our commands starts such a run too, and a run
 that contradicts what was believed (beyond the pause's reach, or off the
 command) must span ``resettle_time``: the more surprising the state, the more
 evidence it needs.  A driver that restarts and publishes zeros for a fraction
@@ -59,7 +59,7 @@ PAUSE = 0.25
 SETTLE_COUNT = 5
 #: Time a run after a pause must span before it is believed [s].
 SETTLE_TIME = 0.1
-#: Time a run must span when it contradicts the last believed state or the last command [s]: longer than a
+#: Time a run must span when it contradicts the last believed state or our commands [s]: longer than a
 #: driver's start-up readings of zeros or a burst of lies, short enough for a person to wait after a restart.
 RESETTLE_TIME = 1.0
 #: Stamps may lie this far after now (clock offsets between processes) [s].
@@ -119,7 +119,7 @@ class PlausibilitySettings:
     - velocity_factor: a reported velocity may reach this multiple of its limit;
     - pause: longest gap between readings across which continuity is assumed [s];
     - settle_count, settle_time: the run of consistent readings a pause requires (count, span [s]);
-    - resettle_time: the span [s] a run needs when it contradicts the believed state or the last command;
+    - resettle_time: the span [s] a run needs when it contradicts the believed state or our commands;
     - clock_tolerance: how far after now a stamp may lie [s];
     - timeout: age [s] (since reception) beyond which the believed state is stale;
     - source: what the readings are called in messages (e.g. 'joint_states', 'controller_state').
@@ -410,7 +410,7 @@ class StatePlausibility:
             return None
         i = int(np.argmax(outside))
         return Assessment(Verdict.OFF_COMMAND, f'{s.source} puts {s.names[i]} at {record.position[i]:.4f}, outside '
-                                               f'where the last command can have taken it [{low[i]:.4f}, '
+                                               f'where our commands can have taken it [{low[i]:.4f}, '
                                                f'{high[i]:.4f}]')
 
     def _jump(self, before, record):

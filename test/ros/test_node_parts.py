@@ -158,7 +158,7 @@ def test_the_command_envelope(node):
     _settle(tracker, node, NAMES, HOME + [0.1, 0.0, -0.1], ago=0.02)  # on the way: consistent
     _state(tracker)
     _feed(tracker, node, NAMES, HOME + [0.1, 0.0, 0.35])  # c at 0.65: the wrong way, beyond a pause after the end
-    with pytest.raises(StateError, match='outside where the last command can have taken it'):
+    with pytest.raises(StateError, match='outside where our commands can have taken it'):
         _state(tracker)
 
 
@@ -192,7 +192,7 @@ def test_the_command_envelope_stops_growing_after_a_pause(node):
     history.sent(start, plan_move(start, HOME + 0.2, LIMITS), time.monotonic() - 12.0)
     for ago in (0.02, 0.01, 0.0):   # 10 s at rest, 0.45 rad from the end: fewer than a settled run
         _feed(tracker, node, NAMES, HOME + 0.2 + [0.45, 0.0, 0.0], ago=ago)
-    with pytest.raises(StateError, match='outside where the last command can have taken it') as error:
+    with pytest.raises(StateError, match='outside where our commands can have taken it') as error:
         _state(tracker)
     assert error.value.reason == 'inconsistent_state'
 

@@ -156,7 +156,7 @@ def test_the_last_command_is_overruled_only_by_a_settled_run_and_for_that_comman
     off = HOME + [0.0, 0.0, 0.12]
     results = [model.update(_reading(off, t0 + 0.01 * k, np.zeros(3)), t0 + 0.01 * k, expected) for k in range(2, 105)]
     assert [r.verdict for r in results[:100]] == [Verdict.OFF_COMMAND] * 100   # 1 s: resettle_time
-    assert 'outside where the last command' in results[0].message and results[100].believed
+    assert 'outside where our commands' in results[0].message and results[100].believed
     assert model.update(_reading(off, t0 + 1.05, np.zeros(3)), t0 + 1.05, expected).believed   # waived
     after = Expectation(HOME - 0.01, HOME + 0.01, origin=2.0)   # a new command: it counts again
     assert model.update(_reading(off, t0 + 1.06, np.zeros(3)), t0 + 1.06, after).verdict == Verdict.OFF_COMMAND
