@@ -406,7 +406,7 @@ def stream_latencies(chain, observer, rate, seconds):
 def service_round_trips(chain, observer, count):
     """Call ~/solve ``count`` times; [(round trip [ms], 'success' | 'unanswered' | the failure reason, send [ms])].
 
-    The round trip ends when the client's executor takes the answer (the future's done callback).
+    The round trip ends when the client's executor runs the call's done callback, once it has taken the answer.
     The send is how long the client's own ``call_async`` took: Fast DDS's shared-memory transport held it
     for up to 0.3 s while participants joined (the flood's publishers; UDP alone: never).
     """
@@ -417,10 +417,8 @@ def service_round_trips(chain, observer, count):
         start_time = time.monotonic()
         future = observer.solve_client.call_async(request)
         sent = time.monotonic()
-        answered = []   # when the client's executor took the answer (before ``result`` wakes)
-        future.add_done_callback(lambda _: answered.append(time.monotonic()))
-        response = observer.result(future, CALL_TIMEOUT)
-        elapsed = ((answered[0] if answered else time.monotonic()) - start_time) * 1e3
+        response, answered = observer.timed_result(future, CALL_TIMEOUT)
+        elapsed = ((time.monotonic() if answered is None else answered) - start_time) * 1e3
         answer = 'unanswered' if response is None else 'success' if response.success else \
             f'reason {response.reason}: {response.message}'
         calls.append((elapsed, answer, (sent - start_time) * 1e3))

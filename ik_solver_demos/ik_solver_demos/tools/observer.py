@@ -207,15 +207,28 @@ class ArmObserver(Node):
 
     @staticmethod
     def result(future, timeout):
-        """Return the result of a call's ``future``, or None when it is not done within ``timeout`` [s].
+        """Return the result of a call's ``future``, or None when it is not done within ``timeout`` [s]."""
+        return ArmObserver.timed_result(future, timeout)[0]
 
-        Woken by the future's done callback, which the executor runs as it takes the answer: polling would add
-        up to its period to every call a benchmark times.
+    @staticmethod
+    def timed_result(future, timeout):
+        """Return (the result of a call's ``future`` or None, when it was done [s, monotonic] or None).
+
+        Woken by the future's done callback, which the executor runs once it has taken the answer (one of its
+        tasks: rclpy sets the executor on the future first); polling would add up to its period, and the
+        polling thread's interpreter time, to every call a benchmark times.  None and None when the call is
+        not done within ``timeout`` [s].
         """
         done = threading.Event()
-        future.add_done_callback(lambda _: done.set())
-        done.wait(timeout)
-        return future.result() if future.done() else None
+        finished = []
+
+        def stamp(_):
+            finished.append(time.monotonic())
+            done.set()
+        future.add_done_callback(stamp)
+        if not done.wait(timeout):
+            return None, None
+        return future.result(), finished[0]
 
 
 def send_answered(observer, target, attempts=3, timeout=2.0, on_retry=None):
