@@ -31,7 +31,8 @@ def validate(joint_names, points, controller_joints, lower=None, upper=None, all
 
     ``points``: sequence of (time_from_start [s], positions, velocities, accelerations, effort) lists.
     ``lower``/``upper`` (controller order) add this package's stricter check that
-    no position leaves the joint limits.
+    no position leaves the joint limits.  The values are checked as arrays, not point by point: a
+    simulated controller validates a 100-point trajectory every few milliseconds, beside its physics.
     """
     reasons = []
     if not joint_names:
@@ -47,11 +48,27 @@ def validate(joint_names, points, controller_joints, lower=None, upper=None, all
     if not points:
         return reasons + ['empty trajectory (no points)']
     n = len(joint_names)
-    previous = -np.inf
-    for i, (t, pos, vel, acc, effort) in enumerate(points):
-        if not t > previous:
-            reasons.append(f'time_from_start of point {i} is not strictly increasing')
-        previous = t
+    times = np.array([point[0] for point in points], float)
+    increasing = times > np.concatenate(([-np.inf], times[:-1]))   # NaN fails, and so does the point after it
+    reasons += [f'time_from_start of point {i} is not strictly increasing' for i in np.flatnonzero(~increasing)]
+    reasons += _shape_reasons(points, n)
+    reasons += [f'point {i} has NaN or inf values' for i in _non_finite_points(points)]
+    last_vel = points[-1][2]
+    if len(last_vel) and np.any(np.asarray(last_vel) != 0.0):
+        reasons.append('the last point has non-zero velocities')
+    if lower is not None and not reasons:
+        order = [list(controller_joints).index(name) for name in joint_names]
+        low, high = np.asarray(lower)[order] - POSITION_EPS, np.asarray(upper)[order] + POSITION_EPS
+        positions = np.array([point[1] for point in points], float)
+        outside = ((positions < low) | (positions > high)).any(axis=1)
+        reasons += [f'point {i} has positions outside the joint limits' for i in np.flatnonzero(outside)]
+    return reasons
+
+
+def _shape_reasons(points, n):
+    """Reasons of points whose field lengths the controller refuses (n joints; velocities, accelerations: n or 0)."""
+    reasons = []
+    for i, (_, pos, vel, acc, effort) in enumerate(points):
         if len(pos) != n:
             reasons.append(f'point {i} has {len(pos)} positions for {n} joints')
         for field, values in (('velocities', vel), ('accelerations', acc)):
@@ -59,19 +76,19 @@ def validate(joint_names, points, controller_joints, lower=None, upper=None, all
                 reasons.append(f'point {i} has {len(values)} {field} for {n} joints')
         if len(effort):
             reasons.append(f'point {i} has effort, which a position-controlled joint cannot take')
-        if not np.isfinite(np.concatenate([np.asarray(pos, float), np.asarray(vel, float),
-                                           np.asarray(acc, float)])).all():
-            reasons.append(f'point {i} has NaN or inf values')
-    last_vel = points[-1][2]
-    if len(last_vel) and np.any(np.asarray(last_vel) != 0.0):
-        reasons.append('the last point has non-zero velocities')
-    if lower is not None and not reasons:
-        order = [list(controller_joints).index(name) for name in joint_names]
-        low, high = np.asarray(lower)[order], np.asarray(upper)[order]
-        for i, (_, pos, _, _, _) in enumerate(points):
-            if np.any(np.asarray(pos) < low - POSITION_EPS) or np.any(np.asarray(pos) > high + POSITION_EPS):
-                reasons.append(f'point {i} has positions outside the joint limits')
     return reasons
+
+
+def _non_finite_points(points):
+    """Return the indices of the points with a NaN or infinite position, velocity or acceleration, in order."""
+    bad = np.zeros(len(points), bool)
+    for k in (1, 2, 3):
+        rows = [point[k] for point in points]
+        if len({len(row) for row in rows}) == 1:   # as a controller is sent: one (K, n) array per field
+            bad |= ~np.isfinite(np.array(rows, float)).all(axis=1)
+        else:
+            bad |= [not np.isfinite(np.asarray(row, float)).all() for row in rows]
+    return np.flatnonzero(bad)
 
 
 def reorder(joint_names, points, controller_joints):
