@@ -80,7 +80,9 @@ class IKSolverNode(Node):
                              priority=p['thread_priority'])
         targets = self.create_subscription(PoseStamped, '~/target_pose', self._on_target, TARGET_QOS,
                                            callback_group=self.inputs.group)
-        self.mailbox = TargetMailbox(self.reporter, queued_targets(targets), resume=self.inputs.wake)
+        self.mailbox = TargetMailbox(self.reporter, queued_targets(targets), resume=self.inputs.wake,
+                                     now_ns=lambda: self.get_clock().now().nanoseconds,
+                                     max_age=lambda: self.params['max_target_age'])
         self.inputs.hold_while(targets, lambda: self.mailbox.held)   # a flood waits in the subscription
         self._solve_service = self.create_service(SolveIK, '~/solve', self._on_solve,
                                                   callback_group=self.inputs.group)   # taken by the inputs thread

@@ -5,6 +5,13 @@ client.  So one target waits at most; a newer one supersedes it (reported with t
 target put back because it waits for the model or a first joint state never replaces one that arrived
 meanwhile.  The node's inputs thread posts, its worker takes.
 
+Newer means stamped later, where both are stamped (received later otherwise), and a target stamped before
+the last one taken is superseded as it arrives: a sender held up between stamping and publishing (a loaded
+machine), a second publisher, or a retransmission deliver targets out of order, and acting on one would
+move the arm back toward an older intent.  One older than the node's ``max_target_age`` is left to the
+worker, which reports it expired, the more telling reason.  A clock that went back (a restarted
+simulation) clears the last stamp.
+
 While a target waits in the mailbox or is being handled (``held``), the inputs thread leaves the
 subscription alone: its queue (the middleware's one slot) keeps the newest target, which the worker
 takes itself when it takes the mailbox's.  A flood then costs a take or two per handling, not one per
@@ -16,6 +23,7 @@ import threading
 import time
 
 from geometry_msgs.msg import PoseStamped
+import numpy as np
 
 from .joint_states import received_monotonic
 from .loop_inputs import queued_messages
@@ -29,6 +37,18 @@ class Pending:
     arrival: float                 # monotonic [s], when the middleware received it
     waited: bool = False           # it waited for the model or a first joint state
 
+    @property
+    def stamp(self):
+        """header.stamp [ns]; 0: unstamped (a negative stamp, refused later, counts as unstamped here)."""
+        stamp = self.msg.header.stamp
+        return max(stamp.sec * 1_000_000_000 + stamp.nanosec, 0)
+
+    def newer_than(self, other):
+        """Whether this target supersedes ``other``: stamped later where both are stamped, else received later."""
+        if self.stamp and other.stamp and self.stamp != other.stamp:
+            return self.stamp > other.stamp
+        return self.arrival > other.arrival
+
 
 class TargetMailbox:
     """Holds one Pending target; see the module docstring.
@@ -38,13 +58,19 @@ class TargetMailbox:
         queued: returns the targets waiting in the subscription's queue, oldest first, taken on the calling
             thread (``queued_targets``); called by the worker while the subscription is held.
         resume: called when nothing is held any more: the inputs thread looks at the subscription again.
+        now_ns: returns the node's clock [ns], the one stamps are on (only read for a target stamped before
+            the last one taken: a clock behind that stamp went back).
+        max_age: returns max_target_age [s]: a target older is not superseded here but expired by the worker.
     """
 
-    def __init__(self, reporter, queued=list, resume=lambda: None):
+    def __init__(self, reporter, queued=list, resume=lambda: None, now_ns=lambda: 0, max_age=lambda: np.inf):
         self._reporter = reporter
         self._queued = queued
         self._resume = resume
+        self._now_ns = now_ns
+        self._max_age = max_age
         self._pending = None
+        self._taken_stamp = 0    # [ns] of the last target taken; 0: none stamped
         self._handling = False   # the worker handles a target it took
         self._lock = threading.Lock()
 
@@ -70,6 +96,8 @@ class TargetMailbox:
                     self._put(pending)
             pending, self._pending = self._pending, None
             self._handling = pending is not None
+            if pending is not None:
+                self._taken_stamp = max(self._taken_stamp, pending.stamp)   # an expired one taken: not older
         if held and pending is None:
             self._resume()
         return pending
@@ -83,11 +111,24 @@ class TargetMailbox:
             self._resume()
 
     def _put(self, pending):
+        if self._stale(pending):
+            self._reporter.superseded()
+            return
         if self._pending is not None:
             self._reporter.superseded()
-            if pending.arrival < self._pending.arrival:
+            if not pending.newer_than(self._pending):
                 return
         self._pending = pending
+
+    def _stale(self, pending):
+        """Whether ``pending`` is stamped before the last target taken, and not expired (see the module docstring)."""
+        if not 0 < pending.stamp < self._taken_stamp:
+            return False
+        now = self._now_ns()
+        if now < self._taken_stamp:   # the clock went back
+            self._taken_stamp = 0
+            return False
+        return (now - pending.stamp) * 1e-9 <= self._max_age()
 
 
 def queued_targets(subscription):

@@ -87,3 +87,41 @@ def test_a_waiting_target_put_back_never_replaces_a_newer_one():
     assert mailbox.take().msg.header.frame_id == 'target_2' and reporter.count == 1
     mailbox.post(_target(3, waited=True))   # nothing newer: it waits again
     assert mailbox.take().msg.header.frame_id == 'target_3' and reporter.count == 1
+
+
+def _stamped(k, stamp_ns, arrival):
+    pending = _target(k)
+    pending.msg.header.stamp.sec, pending.msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+    pending.arrival = arrival
+    return pending
+
+
+def test_stamped_targets_are_ordered_by_stamp_and_one_older_than_the_last_taken_is_superseded():
+    reporter, clock = Reporter(), [3_000_000_000]
+    mailbox = TargetMailbox(reporter, now_ns=lambda: clock[0], max_age=lambda: 1.5)
+    mailbox.post(_stamped(2, 2_000_000_000, arrival=1.0))
+    mailbox.post(_stamped(1, 1_000_000_000, arrival=2.0))   # received later, stamped earlier: held up on its way
+    assert mailbox.take().msg.header.frame_id == 'target_2' and reporter.count == 1
+    mailbox.handled()
+    mailbox.post(_stamped(3, 1_500_000_000, arrival=3.0))   # stamped before the one taken: never acted on
+    assert mailbox.take() is None and reporter.count == 2
+    mailbox.post(_stamped(4, 2_000_000_001, arrival=4.0))
+    assert mailbox.take().msg.header.frame_id == 'target_4'
+    mailbox.handled()
+    mailbox.post(_stamped(6, 1_000_000_000, arrival=5.0))   # stamped before, and expired: the worker says so
+    assert mailbox.take().msg.header.frame_id == 'target_6' and reporter.count == 2
+    mailbox.handled()
+    clock[0] = 1_000_000_000   # the clock went back (a simulation restarted): stamps start again
+    mailbox.post(_stamped(5, 900_000_000, arrival=5.0))
+    assert mailbox.take().msg.header.frame_id == 'target_5' and reporter.count == 2
+
+
+def test_an_unstamped_target_is_ordered_by_its_arrival():
+    reporter = Reporter()
+    mailbox = TargetMailbox(reporter, now_ns=lambda: 3_000_000_000)
+    mailbox.post(_stamped(1, 2_000_000_000, arrival=1.0))
+    mailbox.take()
+    mailbox.handled()
+    mailbox.post(_stamped(2, 0, arrival=2.0))   # no stamp: no instant to compare, taken
+    mailbox.post(_stamped(3, 1_000_000_000, arrival=1.5))   # stamped before the last taken: superseded
+    assert mailbox.take().msg.header.frame_id == 'target_2' and reporter.count == 1
