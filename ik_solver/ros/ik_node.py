@@ -65,6 +65,7 @@ class IKSolverNode(Node):
     def __init__(self, **kwargs):
         super().__init__('ik_solver', **kwargs)
         self._robot = None
+        self._deferred = None   # the Outcome of a streamed target reported after the next one's command
         self.params = ParameterSet(self, PARAMETERS, validate=self._validate, on_change=self._on_parameters)
         p = self.params
         self._warm_up(p.values)  # compiled kernels before any service is offered: available means ready
@@ -215,21 +216,39 @@ class IKSolverNode(Node):
         self.worker.nudge()
 
     def _take_target(self):
-        """Handle the target in the mailbox (the worker's idle job); True if one waits for the model or state."""
+        """Handle the target in the mailbox (the worker's idle job); True if one waits for the model or state.
+
+        Its status (and markers, diagnostics) is reported after its command went out, and after the command of
+        a newer target that arrived meanwhile: that one is handled first, its own status then waits in turn.
+        So a stream's target never waits for the status of the one before, and one status waits at most.
+        """
         pending = self.mailbox.take()
+        deferred, self._deferred = self._deferred, None
         if pending is None:
+            self._report(deferred)
             return False
         try:
             outcome = self._handle_target(pending)
         except Exception as exc:  # a callback must never take the node down
             self.get_logger().error(f'target dropped: unexpected error: {exc!r}')
             outcome = Outcome('topic', 'invalid_input', f'unexpected error: {exc!r}')
+        newer = outcome is not None and self.mailbox.collect()
         self.mailbox.handled()
-        if outcome is not None:  # reported after the command went out: status, markers and diagnostics
-            outcome.latency = time.monotonic() - pending.arrival
-            outcome.target_age = target_age(pending.msg, pending.arrival, self.get_clock())
+        self._report(deferred)
+        if outcome is None:
+            return True
+        outcome.latency = time.monotonic() - pending.arrival
+        outcome.target_age = target_age(pending.msg, pending.arrival, self.get_clock())
+        if newer:
+            self._deferred = outcome
+            self.worker.nudge()
+        else:
+            self._report(outcome)
+        return False
+
+    def _report(self, outcome):
+        if outcome is not None:
             self.reporter.report(outcome)
-        return outcome is None
 
     def _handle_target(self, pending):
         """Return the Outcome of a target, or None if it waits for the model or a first joint state.

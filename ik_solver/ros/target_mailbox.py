@@ -102,6 +102,18 @@ class TargetMailbox:
             self._resume()
         return pending
 
+    def collect(self):
+        """Pull the targets that arrived during a handling into the mailbox; return whether one waits there.
+
+        Called by the worker before ``handled``, while the subscription is held, so that it can take the next
+        target before it reports the last one (``IKSolverNode._take_target``).
+        """
+        with self._lock:
+            if self._handling:
+                for pending in self._queued():
+                    self._put(pending)
+            return self._pending is not None
+
     def handled(self):
         """End the handling of the target taken last."""
         with self._lock:
