@@ -47,12 +47,12 @@ def validate(joint_names, points, controller_joints, lower=None, upper=None, all
                        'partial joint goals are not allowed')
     if not points:
         return reasons + ['empty trajectory (no points)']
-    n = len(joint_names)
     times = np.array([point[0] for point in points], float)
     increasing = times > np.concatenate(([-np.inf], times[:-1]))   # NaN fails, and so does the point after it
-    reasons += [f'time_from_start of point {i} is not strictly increasing' for i in np.flatnonzero(~increasing)]
-    reasons += _shape_reasons(points, n)
-    reasons += [f'point {i} has NaN or inf values' for i in _non_finite_points(points)]
+    per_point = [(i, f'time_from_start of point {i} is not strictly increasing') for i in np.flatnonzero(~increasing)]
+    per_point += _shape_reasons(points, len(joint_names))
+    per_point += [(i, f'point {i} has NaN or inf values') for i in _non_finite_points(points)]
+    reasons += [text for _, text in sorted(per_point, key=lambda item: item[0])]   # point by point, as JTC lists them
     last_vel = points[-1][2]
     if len(last_vel) and np.any(np.asarray(last_vel) != 0.0):
         reasons.append('the last point has non-zero velocities')
@@ -66,16 +66,16 @@ def validate(joint_names, points, controller_joints, lower=None, upper=None, all
 
 
 def _shape_reasons(points, n):
-    """Reasons of points whose field lengths the controller refuses (n joints; velocities, accelerations: n or 0)."""
+    """Return (point index, reason) of the field lengths refused (velocities, accelerations: n or none)."""
     reasons = []
     for i, (_, pos, vel, acc, effort) in enumerate(points):
         if len(pos) != n:
-            reasons.append(f'point {i} has {len(pos)} positions for {n} joints')
+            reasons.append((i, f'point {i} has {len(pos)} positions for {n} joints'))
         for field, values in (('velocities', vel), ('accelerations', acc)):
             if len(values) not in (0, n):
-                reasons.append(f'point {i} has {len(values)} {field} for {n} joints')
+                reasons.append((i, f'point {i} has {len(values)} {field} for {n} joints'))
         if len(effort):
-            reasons.append(f'point {i} has effort, which a position-controlled joint cannot take')
+            reasons.append((i, f'point {i} has effort, which a position-controlled joint cannot take'))
     return reasons
 
 

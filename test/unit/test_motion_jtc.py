@@ -24,6 +24,13 @@ def test_jtc_rejections(names, points, reason):
     assert any(reason in r for r in reasons), reasons
 
 
+def test_jtc_lists_the_reasons_point_by_point():
+    points = [(0.1, [0.0, float('nan')], [], [], []), (0.1, [0.0], [], [], [1.0])]
+    assert jtc.validate(['a', 'b'], points, ['a', 'b']) == [
+        'point 0 has NaN or inf values', 'time_from_start of point 1 is not strictly increasing',
+        'point 1 has 1 positions for 2 joints', 'point 1 has effort, which a position-controlled joint cannot take']
+
+
 def test_jtc_accepts_any_joint_order_and_reorders():
     points = [(0.5, [0.2, 0.1], [0.0, 0.0], [], [])]
     assert jtc.validate(['b', 'a'], points, ['a', 'b']) == []
