@@ -9,8 +9,10 @@ Newer means stamped later, where both are stamped (received later otherwise), an
 the last one taken is superseded as it arrives: a sender held up between stamping and publishing (a loaded
 machine), a second publisher, or a retransmission deliver targets out of order, and acting on one would
 move the arm back toward an older intent.  One older than the node's ``max_target_age`` is left to the
-worker, which reports it expired, the more telling reason.  A clock that went back (a restarted
-simulation) clears the last stamp.
+worker, which reports it expired, the more telling reason.  Stamps are compared on the node's clock as far
+as it has come: a stamp ahead of it (a sender whose clock runs ahead) orders by arrival and counts as the
+clock's reading when taken, and a clock that went back (a restarted simulation) starts the comparison
+afresh.
 
 While a target waits in the mailbox or is being handled (``held``), the inputs thread leaves the
 subscription alone: its queue (the middleware's one slot) keeps the newest target, which the worker
@@ -43,9 +45,12 @@ class Pending:
         stamp = self.msg.header.stamp
         return max(stamp.sec * 1_000_000_000 + stamp.nanosec, 0)
 
-    def newer_than(self, other):
-        """Whether this target supersedes ``other``: stamped later where both are stamped, else received later."""
-        if self.stamp and other.stamp and self.stamp != other.stamp:
+    def newer_than(self, other, now):
+        """Whether this target supersedes ``other``: stamped later, else received later.
+
+        Stamps are compared where both are set and no later than ``now`` [ns, the node's clock].
+        """
+        if 0 < self.stamp <= now and 0 < other.stamp <= now and self.stamp != other.stamp:
             return self.stamp > other.stamp
         return self.arrival > other.arrival
 
@@ -58,19 +63,19 @@ class TargetMailbox:
         queued: returns the targets waiting in the subscription's queue, oldest first, taken on the calling
             thread (``queued_targets``); called by the worker while the subscription is held.
         resume: called when nothing is held any more: the inputs thread looks at the subscription again.
-        now_ns: returns the node's clock [ns], the one stamps are on (only read for a target stamped before
-            the last one taken: a clock behind that stamp went back).
+        now_ns: returns the node's clock [ns], the one stamps are on.
         max_age: returns max_target_age [s]: a target older is not superseded here but expired by the worker.
     """
 
-    def __init__(self, reporter, queued=list, resume=lambda: None, now_ns=lambda: 0, max_age=lambda: np.inf):
+    def __init__(self, reporter, queued=list, resume=lambda: None, now_ns=time.time_ns, max_age=lambda: np.inf):
         self._reporter = reporter
         self._queued = queued
         self._resume = resume
         self._now_ns = now_ns
         self._max_age = max_age
         self._pending = None
-        self._taken_stamp = 0    # [ns] of the last target taken; 0: none stamped
+        self._taken_stamp = 0    # [ns] the newest stamp taken, at most the clock then; 0: none
+        self._clock = 0          # [ns] the node's clock when last read: a later reading below it went back
         self._handling = False   # the worker handles a target it took
         self._lock = threading.Lock()
 
@@ -96,8 +101,8 @@ class TargetMailbox:
                     self._put(pending)
             pending, self._pending = self._pending, None
             self._handling = pending is not None
-            if pending is not None:
-                self._taken_stamp = max(self._taken_stamp, pending.stamp)   # an expired one taken: not older
+            if pending is not None and pending.stamp:
+                self._taken_stamp = max(self._taken_stamp, min(pending.stamp, self._now()))
         if held and pending is None:
             self._resume()
         return pending
@@ -123,24 +128,27 @@ class TargetMailbox:
             self._resume()
 
     def _put(self, pending):
-        if self._stale(pending):
+        now = self._now()
+        if self._stale(pending, now):
             self._reporter.superseded()
             return
         if self._pending is not None:
             self._reporter.superseded()
-            if not pending.newer_than(self._pending):
+            if not pending.newer_than(self._pending, now):
                 return
         self._pending = pending
 
-    def _stale(self, pending):
+    def _stale(self, pending, now):
         """Whether ``pending`` is stamped before the last target taken, and not expired (see the module docstring)."""
-        if not 0 < pending.stamp < self._taken_stamp:
-            return False
+        return 0 < pending.stamp < self._taken_stamp and (now - pending.stamp) * 1e-9 <= self._max_age()
+
+    def _now(self):
+        """Return the node's clock [ns]; one that went back since it was last read clears the last stamp taken."""
         now = self._now_ns()
-        if now < self._taken_stamp:   # the clock went back
+        if now < self._clock:
             self._taken_stamp = 0
-            return False
-        return (now - pending.stamp) * 1e-9 <= self._max_age()
+        self._clock = now
+        return now
 
 
 def queued_targets(subscription):

@@ -125,3 +125,31 @@ def test_an_unstamped_target_is_ordered_by_its_arrival():
     mailbox.post(_stamped(2, 0, arrival=2.0))   # no stamp: no instant to compare, taken
     mailbox.post(_stamped(3, 1_000_000_000, arrival=1.5))   # stamped before the last taken: superseded
     assert mailbox.take().msg.header.frame_id == 'target_2' and reporter.count == 1
+
+
+def test_after_the_clock_went_back_a_new_target_beats_one_waiting_from_before():
+    reporter, clock = Reporter(), [100_000_000_000]
+    mailbox = TargetMailbox(reporter, now_ns=lambda: clock[0])
+    mailbox.post(_stamped(1, 99_000_000_000, arrival=1.0))
+    old = mailbox.take()
+    mailbox.post(old)   # it waits (for consistent joint states), put back
+    mailbox.handled()
+    clock[0] = 1_000_000_000   # the simulation restarted
+    mailbox.post(_stamped(2, 900_000_000, arrival=2.0))
+    assert mailbox.take().msg.header.frame_id == 'target_2'
+
+
+def test_a_stamp_ahead_of_the_clock_orders_by_arrival_and_counts_as_the_clock_when_taken():
+    reporter = Reporter()
+    mailbox = TargetMailbox(reporter, now_ns=lambda: 10_000_000_000)
+    mailbox.post(_stamped(1, 11_000_000_000, arrival=1.0))   # a sender one second ahead
+    mailbox.post(_stamped(2, 9_000_000_000, arrival=2.0))
+    assert mailbox.take().msg.header.frame_id == 'target_2'   # received later
+    mailbox.handled()
+    mailbox.post(_stamped(3, 10_500_000_000, arrival=3.0))
+    mailbox.take()
+    mailbox.handled()
+    mailbox.post(_stamped(4, 9_500_000_000, arrival=4.0))   # before the clock when target 3 was taken
+    assert mailbox.take() is None and reporter.count == 2
+    mailbox.post(_stamped(5, 10_200_000_000, arrival=5.0))   # ahead of it: cannot be ordered against 3, acted on
+    assert mailbox.take().msg.header.frame_id == 'target_5' and reporter.count == 2
