@@ -109,6 +109,8 @@ class IKSolverNode(Node):
         if hasattr(self, 'model_source'):  # absent when a signal ended the start-up
             self.model_source.close()
             self.worker.stop()
+            deferred, self._deferred = self._deferred, None
+            self._report(deferred)   # a target commanded last gets its status too
         super().destroy_node()
 
     def _warm_up(self, values):
@@ -220,7 +222,8 @@ class IKSolverNode(Node):
 
         Its status (and markers, diagnostics) is reported after its command went out, and after the command of
         a newer target that arrived meanwhile: that one is handled first, its own status then waits in turn.
-        So a stream's target never waits for the status of the one before, and one status waits at most.
+        So a stream's target never waits for the status of the one before, and one status waits at most.  With
+        the action interface it is reported at once: the controller's events on the goal must follow it.
         """
         pending = self.mailbox.take()
         deferred, self._deferred = self._deferred, None
@@ -232,8 +235,7 @@ class IKSolverNode(Node):
         except Exception as exc:  # a callback must never take the node down
             self.get_logger().error(f'target dropped: unexpected error: {exc!r}')
             outcome = Outcome('topic', 'invalid_input', f'unexpected error: {exc!r}')
-        newer = outcome is not None and self.mailbox.collect()
-        self.mailbox.handled()
+        newer = self._newer_waits() and outcome is not None and self.params['command_interface'] == 'topic'
         self._report(deferred)
         if outcome is None:
             return True
@@ -246,9 +248,24 @@ class IKSolverNode(Node):
             self._report(outcome)
         return False
 
+    def _newer_waits(self):
+        """End the handling of the target taken; return whether a newer one arrived meanwhile and waits."""
+        try:
+            return self.mailbox.collect()
+        except Exception as exc:  # e.g. the subscription is being destroyed: the handling still ends
+            self.get_logger().error(f'targets not collected: unexpected error: {exc!r}')
+            return False
+        finally:
+            self.mailbox.handled()
+
     def _report(self, outcome):
-        if outcome is not None:
+        """Report an Outcome (None: nothing); a failure is logged, the worker goes on."""
+        if outcome is None:
+            return
+        try:
             self.reporter.report(outcome)
+        except Exception as exc:
+            self.get_logger().error(f'status of a target not published: {exc!r}')
 
     def _handle_target(self, pending):
         """Return the Outcome of a target, or None if it waits for the model or a first joint state.

@@ -75,6 +75,8 @@ def describe(context, outcome):
     result = outcome.result
     if result is None:
         return chain.base_link, float('nan'), float('nan')
+    if len(result.joints) != chain.n:   # solved with the model before a swap: its own sigma only
+        return chain.base_link, result.sigma_min, float('nan')
     return chain.base_link, result.sigma_min, manipulability(chain.jacobian(result.joints))
 
 
