@@ -21,11 +21,11 @@ message, and the worker still acts on the newest target.  When nothing is held a
 thread is woken (``resume``) to take targets again.
 """
 from dataclasses import dataclass
+import math
 import threading
 import time
 
 from geometry_msgs.msg import PoseStamped
-import numpy as np
 
 from .joint_states import received_monotonic
 from .loop_inputs import queued_messages
@@ -42,8 +42,7 @@ class Pending:
     @property
     def stamp(self):
         """header.stamp [ns]; 0: unstamped (a negative stamp, refused later, counts as unstamped here)."""
-        stamp = self.msg.header.stamp
-        return max(stamp.sec * 1_000_000_000 + stamp.nanosec, 0)
+        return max(stamp_ns(self.msg), 0)
 
     def newer_than(self, other, now):
         """Whether this target supersedes ``other``: stamped later, else received later.
@@ -67,7 +66,7 @@ class TargetMailbox:
         max_age: returns max_target_age [s]: a target older is not superseded here but expired by the worker.
     """
 
-    def __init__(self, reporter, queued=list, resume=lambda: None, now_ns=time.time_ns, max_age=lambda: np.inf):
+    def __init__(self, reporter, queued=list, resume=lambda: None, now_ns=time.time_ns, max_age=lambda: math.inf):
         self._reporter = reporter
         self._queued = queued
         self._resume = resume
@@ -162,6 +161,11 @@ def queued_targets(subscription):
     return take
 
 
+def stamp_ns(msg):
+    """Return a message's header.stamp in nanoseconds: 0 unset, negative for a malformed stamp."""
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+
 def target_age(msg, arrival, clock):
     """Return the seconds since the target's stamp on ``clock`` (rclpy Clock); an unset stamp counts from ``arrival``.
 
@@ -170,7 +174,7 @@ def target_age(msg, arrival, clock):
         arrival: monotonic instant it was received [s].
         clock: the node's clock, the one header stamps are on.
     """
-    stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+    stamp = stamp_ns(msg)
     if stamp <= 0:   # zero: unstamped; negative (refused as malformed): no instant to count from
         return time.monotonic() - arrival
     return max(0.0, (clock.now().nanoseconds - stamp) * 1e-9)
